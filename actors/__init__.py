@@ -1,0 +1,1 @@
+"""Model-holding Ray workers. Heavy imports (torch, transformers) happen in __init__ only."""

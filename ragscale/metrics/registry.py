@@ -1,0 +1,69 @@
+"""Which metrics exist, which pipeline stage computes them, and which MT-RAG step owns them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ragscale.errors import UserError, did_you_mean
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    stage: str  # lexical | encoder | derive
+    step: str  # MT-RAG step name
+    per: str  # target | passage | record
+    requires: tuple[str, ...] = ()
+
+
+_SPECS = [
+    MetricSpec("Recall", "lexical", "algorithmic", "target"),
+    MetricSpec("RougeL_stemFalse", "lexical", "algorithmic", "target"),
+    MetricSpec("BertscoreP", "encoder", "algorithmic", "target"),
+    MetricSpec("BertscoreR", "encoder", "algorithmic", "target"),
+    MetricSpec("BertKPrec", "encoder", "algorithmic", "passage"),
+    MetricSpec("Extractiveness_RougeL", "lexical", "algorithmic", "passage"),
+    MetricSpec("Length", "lexical", "algorithmic", "target"),
+    # MT-RAG adds RB_agg only when these four evaluators are configured.
+    MetricSpec("RB_agg", "derive", "algorithmic", "record", ("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec")),
+    MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", "record", ("RB_agg",)),
+]
+METRICS: dict[str, MetricSpec] = {m.name: m for m in _SPECS}
+
+# MT-RAG's five steps (seed "MT-RAG Evaluation Metrics Reference"); None = not built yet.
+STEPS: dict[str, str | None] = {
+    "algorithmic": None,
+    "idk": "the IDK judge needs the LLM judge pool, which is not built yet",
+    "ragas": "RAGAS faithfulness needs the LLM judge pool, which is not built yet",
+    "radbench": "the RADBench judge needs the LLM judge pool, which is not built yet",
+    "idk_condition": "IDK conditioning needs the judge steps, which are not built yet",
+}
+
+
+def validate_steps(steps: Sequence[str]) -> list[str]:
+    """Check step names; unknown ones fail with 'did you mean', unbuilt ones with why."""
+    for s in steps:
+        if s not in STEPS:
+            raise UserError(f"unknown step {s!r}{did_you_mean(s, STEPS)}; steps are {', '.join(STEPS)}")
+        if STEPS[s] is not None:
+            raise UserError(f"step {s!r} is not available yet: {STEPS[s]}")
+    return list(steps)
+
+
+def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
+    """The enabled metrics of the chosen steps, in registry order, with requirements checked."""
+    for n in names:
+        if n not in METRICS:
+            raise UserError(f"unknown metric {n!r}{did_you_mean(n, METRICS)}")
+    chosen = [m.name for m in _SPECS if m.name in set(names) and m.step in set(steps)]
+    for n in chosen:
+        missing = [r for r in METRICS[n].requires if r not in chosen]
+        if missing:
+            raise UserError(f"metric {n!r} needs {', '.join(missing)} to be enabled too")
+    return chosen
+
+
+def stages_for(metrics: Sequence[str]) -> set[str]:
+    """The pipeline stages that the given metrics need."""
+    return {METRICS[m].stage for m in metrics}

@@ -1,0 +1,136 @@
+"""Build and run the streaming Ray Data pipeline.
+
+    pointers ─from_items─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ derive (CPU)
+             ─iter_batches─▶ driver: records.jsonl (flushed per batch), progress
+
+Every stage keeps one row per record; a failed record carries its error to the end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ragscale.io.inputs import InputFile, Pointer
+
+log = logging.getLogger("ragscale")
+
+
+@dataclass
+class Plan:
+    files: Sequence[InputFile]
+    metrics: Sequence[str]
+    stages: set[str]
+    sweep: bool
+    encoder: dict = field(default_factory=dict)  # Encoder kwargs (model_path resolved)
+    baseline: dict | None = None
+    cluster: dict = field(default_factory=dict)
+    ray_progress_bars: bool = False
+
+
+def init_ray(cluster: dict) -> dict:
+    """Start or connect to Ray; returns a description for run.json."""
+    import ray
+
+    if ray.is_initialized():
+        return {"address": "existing", "resources": ray.cluster_resources()}
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "logging_level": logging.WARNING,
+        "log_to_driver": True,
+    }
+    if cluster.get("address"):
+        kwargs["address"] = cluster["address"]
+    elif cluster.get("num_cpus"):
+        kwargs["num_cpus"] = cluster["num_cpus"]
+    ray.init(**kwargs)
+    return {"address": cluster.get("address") or "local", "resources": ray.cluster_resources()}
+
+
+def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[list[dict]], None]) -> dict:
+    """Stream the records through the stages; ``on_rows`` gets each finished batch of rows.
+
+    Returns the stages' counters summed over batches (compute seconds per stage, encoder
+    texts requested/encoded/cached, tokens, truncations).
+    """
+    import ray
+    from ray.data import ActorPoolStrategy, DataContext
+
+    ctx = DataContext.get_current()
+    ctx.enable_progress_bars = plan.ray_progress_bars
+    ctx.execution_options.preserve_order = False
+    ctx.print_on_execution_start = plan.ray_progress_bars
+
+    from ragscale.pipeline.stages import derive, load_and_lexical
+
+    chunk = int(plan.cluster.get("chunk_size", 128))
+    items = [
+        {"chunk": json.dumps([[p.file_idx, p.line, p.offset, p.task] for p in pointers[i : i + chunk]])}
+        for i in range(0, len(pointers), chunk)
+    ]
+    ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+    ds = ds.map_batches(
+        load_and_lexical,
+        batch_size=1,
+        batch_format="pyarrow",
+        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "sweep": plan.sweep},
+        num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
+    )
+    if "encoder" in plan.stages:
+        from actors.encoder import EncoderActor
+
+        pool = plan.cluster.get("encoder", {})
+        ds = ds.map_batches(
+            EncoderActor,
+            fn_constructor_kwargs={"encoder": plan.encoder, "metrics": list(plan.metrics), "baseline": plan.baseline},
+            compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
+            batch_size=int(pool.get("batch_size", 256)),
+            batch_format="pyarrow",
+            num_cpus=float(pool.get("num_cpus", 1.0)),
+            num_gpus=float(pool.get("num_gpus", 0.0)),
+        )  # Ray Data restarts dead actors and retries their batches by default
+    if "derive" in plan.stages:
+        ds = ds.map_batches(derive, batch_size=None, batch_format="pyarrow", fn_kwargs={"metrics": list(plan.metrics)})
+
+    stats: dict[str, float] = {}
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
+        rows = batch.to_pylist()
+        for r in rows:
+            if r.get("stats"):
+                for k, v in json.loads(r["stats"]).items():
+                    stats[k] = stats.get(k, 0) + v
+        on_rows(rows)
+    return stats
+
+
+class Progress:
+    """Prints 'done/total (rate) errors' every ``interval`` seconds and at the end."""
+
+    def __init__(self, total: int, interval: float, printer: Callable[[str], None] = print):
+        self.total, self.interval, self.printer = total, interval, printer
+        self.start = self.last = time.monotonic()
+        self.done = 0
+        self.errors = 0
+        self.emitted = -1
+
+    def update(self, n: int, errors: int) -> None:
+        self.done += n
+        self.errors += errors
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.emit()
+
+    def emit(self) -> None:
+        if self.emitted == self.done:
+            return
+        self.emitted = self.done
+        el = max(time.monotonic() - self.start, 1e-9)
+        self.printer(
+            f"[ragscale] {self.done}/{self.total} records ({self.done / el:.1f}/s), {self.errors} errors, {el:.0f}s"
+        )

@@ -1,0 +1,139 @@
+"""Row-level stage functions shared by the Ray pipeline (no Ray import here).
+
+Every stage takes and returns a ``pyarrow.Table`` in ``ROW_SCHEMA`` with exactly one
+output row per input row; a record that fails a stage keeps its row and gets an
+``error`` naming the stage, and later stages pass it through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable, Iterable, Sequence
+
+import pyarrow as pa
+
+from ragscale.errors import RecordError
+from ragscale.io.inputs import InputFile, Pointer, read_raw
+from ragscale.metrics.aggregate import rb_agg
+from ragscale.metrics.lexical import extractiveness, length_words, recall, rouge_l_tokens, rouge_tokenize
+from ragscale.records import ROW_SCHEMA, error_json, extract_fields
+
+
+def to_table(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+
+
+def add_stats(rows: list[dict], **values: float) -> None:
+    """Add a batch's counters (e.g. ``time_lexical_s``) to its first row; the driver sums them."""
+    if rows:
+        t = json.loads(rows[0]["stats"]) if rows[0].get("stats") else {}
+        for k, v in values.items():
+            t[k] = t.get(k, 0) + v
+        rows[0]["stats"] = json.dumps(t)
+
+
+def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[str], enabled: Iterable[str]) -> dict:
+    """MT-RAG's lexical step-1 metrics for one record, in MT-RAG's value shapes."""
+    enabled = set(enabled)
+    out: dict = {}
+    if "Recall" in enabled:
+        out["Recall"] = [recall(prediction, t) for t in targets]
+    if "RougeL_stemFalse" in enabled:
+        pred_tokens = rouge_tokenize(prediction)
+        out["RougeL_stemFalse"] = [rouge_l_tokens(rouge_tokenize(t), pred_tokens) for t in targets]
+    if "Extractiveness_RougeL" in enabled:
+        out["Extractiveness_RougeL"] = [extractiveness(prediction, p) for p in passages] if passages else None
+    if "Length" in enabled:
+        out["Length"] = [length_words(prediction) for _ in targets]
+    return out
+
+
+def load_and_lexical(
+    batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str], sweep: bool
+) -> pa.Table:
+    """Stage 1: read the records a chunk of pointers names, validate them, compute lexical metrics."""
+    t0 = time.perf_counter()
+    rows: list[dict] = []
+    for chunk in batch.column("chunk").to_pylist():
+        pointers = [Pointer(*p) for p in json.loads(chunk)]
+        for p, raw in zip(pointers, read_raw(files, pointers)):
+            rows.append(_record_row(files, p, raw, metrics))
+    add_stats(rows, time_lexical_s=time.perf_counter() - t0)
+    return to_table(rows)
+
+
+def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str]) -> dict:
+    f = files[p.file_idx]
+    row = {
+        "key": p.key(files),
+        "model_id": f.stem,
+        "task_id": p.task,
+        "source_file": f.path,
+        "source_line": p.line,
+        "raw": raw,
+        "prediction": None,
+        "targets": None,
+        "passages": None,
+        "answerability": None,
+        "metrics": "{}",
+        "warnings": [],
+        "error": None,
+        "stats": None,
+    }
+    try:
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:
+            raise RecordError("input", f"line is not valid JSON: {e}") from None
+        if isinstance(obj, dict):
+            if isinstance(obj.get("model_id"), str) and obj["model_id"].strip():
+                row["model_id"] = obj["model_id"]
+            if obj.get("task_id") is not None:
+                row["task_id"] = str(obj["task_id"])
+        row.update(extract_fields(obj))
+        try:
+            row["metrics"] = json.dumps(lexical_metrics(row["prediction"], row["targets"], row["passages"], metrics))
+        except Exception as e:  # noqa: BLE001 - one bad record must not stop the run
+            raise RecordError("lexical", f"{type(e).__name__}: {e}") from None
+    except RecordError as e:
+        row["error"] = error_json(e.stage, e.message)
+    return row
+
+
+def derive(batch: pa.Table, *, metrics: Sequence[str]) -> pa.Table:
+    """Last stage: RB_agg and its zero-denominator flag from the metrics of earlier stages."""
+    t0 = time.perf_counter()
+    rows = batch.to_pylist()
+    if "RB_agg" in metrics:
+        for row in rows:
+            if row["error"]:
+                continue
+            m = json.loads(row["metrics"])
+            try:
+                agg, zero = rb_agg(m)
+            except Exception as e:  # noqa: BLE001
+                row["error"] = error_json("derive", f"RB_agg: {type(e).__name__}: {e}")
+                continue
+            m["RB_agg"] = [agg]
+            if "RB_agg_zero_denominator" in metrics:
+                m["RB_agg_zero_denominator"] = [zero]
+            row["metrics"] = json.dumps(m)
+    add_stats(rows, time_derive_s=time.perf_counter() - t0)
+    return to_table(rows)
+
+
+def apply_per_record(rows: list[dict], stage: str, fn: Callable[[list[dict]], None]) -> None:
+    """Run ``fn`` on the error-free rows as one batch; if the batch fails, retry record by
+    record so that one bad record only fails itself (its error names ``stage``)."""
+    live = [r for r in rows if not r["error"]]
+    if not live:
+        return
+    try:
+        fn(live)
+    except Exception:  # noqa: BLE001
+        for r in live:
+            try:
+                fn([r])
+            except Exception as e:  # noqa: BLE001
+                r["error"] = error_json(stage, f"{type(e).__name__}: {e}")

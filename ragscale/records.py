@@ -1,0 +1,127 @@
+"""The Record: the one contract between input readers, pipeline stages and writers.
+
+A pipeline row carries the input record verbatim (``raw``, JSON text) plus the fields
+that the metrics need, extracted and validated once (``prediction``, ``targets``,
+``passages``), the metrics computed so far (JSON text) and an ``error`` (JSON text or
+null). Every stage keeps one output row per input row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pyarrow as pa
+
+from ragscale.errors import RecordError
+
+ROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("model_id", pa.string()),
+        ("task_id", pa.string()),
+        ("source_file", pa.string()),
+        ("source_line", pa.int64()),
+        ("raw", pa.string()),
+        ("prediction", pa.string()),
+        ("targets", pa.list_(pa.string())),
+        ("passages", pa.list_(pa.string())),
+        ("answerability", pa.string()),
+        ("metrics", pa.string()),
+        ("warnings", pa.list_(pa.string())),
+        ("error", pa.string()),
+        ("stats", pa.string()),  # JSON counters/seconds of a batch, on one row
+    ]
+)
+
+
+def clean_nan(value: Any) -> Any:
+    """Replace float NaN/inf (MT-RAG files carry literal ``NaN`` tokens) with None, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_nan(v) for v in value]
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if isinstance(value, dict):
+        value = value.get("text")
+    if not isinstance(value, str):
+        raise RecordError("input", f"{where} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise RecordError("input", f"{where} is empty")
+    return value
+
+
+def answerability_of(obj: dict) -> str | None:
+    """MT-RAG answerability: top-level ``answerability``, else ``enrichments``, else the last
+    user turn's ``enrichments`` (a list like ``["ANSWERABLE"]`` or a plain string)."""
+    candidates = [obj.get("answerability"), (obj.get("enrichments") or {}).get("answerability")]
+    turns = obj.get("input")
+    if isinstance(turns, list) and turns and isinstance(turns[-1], dict):
+        candidates.append((turns[-1].get("enrichments") or {}).get("answerability"))
+    for c in candidates:
+        if isinstance(c, list) and c and isinstance(c[0], str):
+            return c[0]
+        if isinstance(c, str) and c:
+            return c
+    return None
+
+
+def extract_fields(obj: Any) -> dict:
+    """Validate an MT-RAG generation record and extract prediction, target and passage texts.
+
+    Raises RecordError(stage="input") with a precise message for a bad record.
+    """
+    if not isinstance(obj, dict):
+        raise RecordError("input", f"record must be a JSON object, got {type(obj).__name__}")
+    preds = obj.get("predictions")
+    if not isinstance(preds, list) or not preds:
+        raise RecordError("input", "record has no 'predictions' (a non-empty list of {'text': ...})")
+    targets = obj.get("targets")
+    if not isinstance(targets, list) or not targets:
+        raise RecordError("input", "record has no 'targets' (a non-empty list of {'text': ...})")
+    contexts = obj.get("contexts")
+    if contexts is None:
+        contexts = []
+    if not isinstance(contexts, list):
+        raise RecordError("input", f"'contexts' must be a list, got {type(contexts).__name__}")
+    return {
+        "prediction": _text(preds[0], "predictions[0].text"),
+        "targets": [_text(t, f"targets[{i}].text") for i, t in enumerate(targets)],
+        "passages": [_text(c, f"contexts[{i}].text") for i, c in enumerate(contexts)],
+        "answerability": answerability_of(obj),
+    }
+
+
+def error_json(stage: str, message: str) -> str:
+    return json.dumps({"stage": stage, "message": message})
+
+
+def output_record(row: dict) -> dict:
+    """The record written to records.jsonl: input fields kept (NaN as null), plus
+    ``model_id``, ``metrics`` (merged over any metrics the input already had), ``error``
+    and ``ragscale`` provenance (record key, source file and line, warnings)."""
+    try:
+        obj = json.loads(row["raw"])
+    except (TypeError, ValueError):
+        obj = None
+    if not isinstance(obj, dict):
+        obj = {"input_line": row["raw"]}
+    obj = clean_nan(obj)
+    metrics = dict(obj.get("metrics") or {}) if isinstance(obj.get("metrics"), dict) else {}
+    metrics.update(json.loads(row["metrics"]) if row.get("metrics") else {})
+    obj["model_id"] = row["model_id"]
+    obj["metrics"] = metrics
+    obj["error"] = json.loads(row["error"]) if row.get("error") else None
+    obj["ragscale"] = {
+        "record_key": row["key"],
+        "source_file": row["source_file"],
+        "source_line": row["source_line"],
+        "warnings": list(row.get("warnings") or []),
+    }
+    return obj

