@@ -102,10 +102,10 @@ def execute(cfg: Any, printer=print) -> int:
     t0 = time.time()
     sweep = len(files) > 1
     pointers = list(scan(files, with_tasks=sweep))
+    if sweep:  # every model's answer to a task side by side; limit then keeps whole tasks
+        pointers = order_for_sweep(pointers)
     if cfg.limit is not None:
         pointers = pointers[: cfg.limit]
-    if sweep:
-        pointers = order_for_sweep(pointers)
     expected = {p.key(files) for p in pointers}
     todo = [p for p in pointers if p.key(files) not in done]
     scan_s = time.time() - t0
@@ -127,7 +127,6 @@ def execute(cfg: Any, printer=print) -> int:
                 files=files,
                 metrics=metrics,
                 stages=stages,
-                sweep=sweep,
                 encoder=encoder_kwargs,
                 baseline=baseline,
                 cluster=OmegaConf.to_container(cfg.cluster, resolve=True),

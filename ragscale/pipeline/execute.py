@@ -1,6 +1,6 @@
 """Build and run the streaming Ray Data pipeline.
 
-    pointers ─from_items─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ derive (CPU)
+    pointers ─from_arrow─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ derive (CPU)
              ─iter_batches─▶ driver: records.jsonl (flushed per batch), progress
 
 Every stage keeps one row per record; a failed record carries its error to the end.
@@ -25,7 +25,6 @@ class Plan:
     files: Sequence[InputFile]
     metrics: Sequence[str]
     stages: set[str]
-    sweep: bool
     encoder: dict = field(default_factory=dict)  # Encoder kwargs (model_path resolved)
     baseline: dict | None = None
     cluster: dict = field(default_factory=dict)
@@ -46,8 +45,12 @@ def init_ray(cluster: dict) -> dict:
     }
     if cluster.get("address"):
         kwargs["address"] = cluster["address"]
-    elif cluster.get("num_cpus"):
-        kwargs["num_cpus"] = cluster["num_cpus"]
+    else:
+        # Always a fresh in-process instance: never attach to a leftover local cluster
+        # (e.g. one orphaned by a killed run).
+        kwargs["address"] = "local"
+        if cluster.get("num_cpus"):
+            kwargs["num_cpus"] = cluster["num_cpus"]
     ray.init(**kwargs)
     return {"address": cluster.get("address") or "local", "resources": ray.cluster_resources()}
 
@@ -61,24 +64,23 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
     import ray
     from ray.data import ActorPoolStrategy, DataContext
 
+    if not plan.ray_progress_bars:  # quiet mode: ragscale prints its own progress lines
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
     ctx = DataContext.get_current()
     ctx.enable_progress_bars = plan.ray_progress_bars
     ctx.execution_options.preserve_order = False
     ctx.print_on_execution_start = plan.ray_progress_bars
 
-    from ragscale.pipeline.stages import derive, load_and_lexical
+    from ragscale.pipeline.stages import derive, load_and_lexical, pointer_table
 
     chunk = int(plan.cluster.get("chunk_size", 128))
-    items = [
-        {"chunk": json.dumps([[p.file_idx, p.line, p.offset, p.task] for p in pointers[i : i + chunk]])}
-        for i in range(0, len(pointers), chunk)
-    ]
-    ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+    blocks = [pointer_table(pointers[i : i + chunk]) for i in range(0, len(pointers), chunk)]
+    ds = ray.data.from_arrow(blocks)
     ds = ds.map_batches(
         load_and_lexical,
-        batch_size=1,
+        batch_size=chunk,
         batch_format="pyarrow",
-        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "sweep": plan.sweep},
+        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics)},
         num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
     )
     if "encoder" in plan.stages:

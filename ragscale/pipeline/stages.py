@@ -49,16 +49,31 @@ def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[
     return out
 
 
-def load_and_lexical(
-    batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str], sweep: bool
-) -> pa.Table:
-    """Stage 1: read the records a chunk of pointers names, validate them, compute lexical metrics."""
+POINTER_SCHEMA = pa.schema(
+    [("file_idx", pa.int32()), ("line", pa.int64()), ("offset", pa.int64()), ("task", pa.string())]
+)
+
+
+def pointer_table(pointers: Sequence[Pointer]) -> pa.Table:
+    """Pointers as an Arrow table: the pipeline's input rows (one per record)."""
+    return pa.table(
+        {
+            "file_idx": [p.file_idx for p in pointers],
+            "line": [p.line for p in pointers],
+            "offset": [p.offset for p in pointers],
+            "task": [p.task for p in pointers],
+        },
+        schema=POINTER_SCHEMA,
+    )
+
+
+def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str]) -> pa.Table:
+    """Stage 1: read the records the pointer rows name, validate them, compute lexical metrics.
+
+    One output row per pointer row."""
     t0 = time.perf_counter()
-    rows: list[dict] = []
-    for chunk in batch.column("chunk").to_pylist():
-        pointers = [Pointer(*p) for p in json.loads(chunk)]
-        for p, raw in zip(pointers, read_raw(files, pointers)):
-            rows.append(_record_row(files, p, raw, metrics))
+    pointers = [Pointer(*p.values()) for p in batch.to_pylist()]
+    rows = [_record_row(files, p, raw, metrics) for p, raw in zip(pointers, read_raw(files, pointers))]
     add_stats(rows, time_lexical_s=time.perf_counter() - t0)
     return to_table(rows)
 
