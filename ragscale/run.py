@@ -13,7 +13,8 @@ import os
 import re
 import sys
 import time
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from ragscale.errors import UserError
 
@@ -42,24 +43,38 @@ def _versions() -> dict:
     return out
 
 
-def execute(cfg: Any, printer=print) -> int:
-    """Run one evaluation from a composed config; returns the process exit code."""
+@dataclass
+class Setup:
+    """Everything validated from the config before Ray starts."""
+
+    steps: list[str]
+    metrics: list[str]
+    stages: set[str]
+    files: list
+    encoder_conf: dict
+    encoder_kwargs: dict = field(default_factory=dict)  # actors.encoder.Encoder arguments
+    baseline: dict | None = None
+
+    def fingerprint(self, scenario: str) -> dict:
+        """What must not change between a run and its resumption in the same output_dir."""
+        enc = {k: self.encoder_conf[k] for k in ("name", "model", "num_layers", "rescale_with_baseline", "baseline", "max_length")}
+        return {"scenario": scenario, "steps": self.steps, "metrics": self.metrics, "encoder": enc,
+                "inputs": [f.path for f in self.files]}
+
+
+def validate(cfg: Any) -> Setup:
+    """Check the config, inputs and model paths; every problem is a one-line UserError."""
     from omegaconf import OmegaConf
 
-    from ragscale.io.inputs import order_for_sweep, resolve_inputs, scan
-    from ragscale.io.output import RecordWriter, prepare
+    from ragscale.io.inputs import resolve_inputs
     from ragscale.metrics.registry import resolve_metrics, stages_for, validate_steps
-    from ragscale.records import output_record
-    from ragscale.report.summary import finalize, format_table
 
-    t_start = time.time()
     if not cfg.scenario_name:
         raise UserError("no scenario selected: add +scenario=mtrag")
     steps = validate_steps(list(cfg.steps))
     metrics = resolve_metrics(list(cfg.metrics.algorithmic), steps)
     if not metrics:
         raise UserError("no metrics enabled for the chosen steps")
-    stages = stages_for(metrics) | {"lexical"}
     if cfg.limit is not None and cfg.limit < 0:
         raise UserError(f"limit must be >= 0, got {cfg.limit}")
     input_spec = cfg.input
@@ -69,35 +84,88 @@ def execute(cfg: Any, printer=print) -> int:
         input_spec = os.path.join(DATA_DIR, cfg.sample)
     elif not isinstance(input_spec, (str, int, float)):
         input_spec = list(OmegaConf.to_container(input_spec))
-    files = resolve_inputs(input_spec)
-    enc_cfg = OmegaConf.to_container(cfg.encoder, resolve=True)
-    encoder_kwargs: dict = {}
-    baseline = None
-    if "encoder" in stages:
+    setup = Setup(
+        steps=steps,
+        metrics=metrics,
+        stages=stages_for(metrics) | {"lexical"},
+        files=resolve_inputs(input_spec),
+        encoder_conf=OmegaConf.to_container(cfg.encoder, resolve=True),
+    )
+    if "encoder" in setup.stages:
         from ragscale.models import resolve_model_path
 
-        pool = cfg.cluster.encoder
-        encoder_kwargs = {
-            "model_path": resolve_model_path(enc_cfg["model"]),
-            "num_layers": enc_cfg["num_layers"],
-            "max_length": enc_cfg["max_length"],
-            "batch_tokens": enc_cfg["batch_tokens"],
-            "cache_mb": enc_cfg["cache_mb"],
+        enc, pool = setup.encoder_conf, cfg.cluster.encoder
+        setup.encoder_kwargs = {
+            "model_path": resolve_model_path(enc["model"]),
+            "num_layers": enc["num_layers"],
+            "max_length": enc["max_length"],
+            "batch_tokens": enc["batch_tokens"],
+            "cache_mb": enc["cache_mb"],
             "torch_threads": pool.torch_threads or (os.cpu_count() if not cfg.cluster.address else None),
         }
-        if enc_cfg["rescale_with_baseline"]:
-            baseline = enc_cfg["baseline"]
-            if not baseline or not {"P", "R"} <= set(baseline):
-                raise UserError(f"encoder {enc_cfg['name']}: rescale_with_baseline needs baseline P and R values")
+        if enc["rescale_with_baseline"]:
+            setup.baseline = enc["baseline"]
+            if not setup.baseline or not {"P", "R"} <= set(setup.baseline):
+                raise UserError(f"encoder {enc['name']}: rescale_with_baseline needs baseline P and R values")
+    return setup
+
+
+def _run_stages(cfg: Any, setup: Setup, todo: list, writer: Any, printer: Callable[[str], None]) -> tuple:
+    """Stream ``todo`` through the Ray pipeline into ``writer``; returns (failure, ray_info, stats)."""
+    from omegaconf import OmegaConf
+
+    from ragscale.pipeline.execute import Plan, Progress, init_ray, run_pipeline
+    from ragscale.records import output_record
+
+    failure, ray_info, stats = None, {}, {}
+    try:
+        if todo:
+            plan = Plan(
+                files=setup.files,
+                metrics=setup.metrics,
+                stages=setup.stages,
+                encoder=setup.encoder_kwargs,
+                baseline=setup.baseline,
+                cluster=OmegaConf.to_container(cfg.cluster, resolve=True),
+                ray_progress_bars=cfg.ray_progress_bars,
+            )
+            ray_info = init_ray(plan.cluster)
+            progress = Progress(len(todo), cfg.progress_interval_s, printer)
+
+            def on_rows(rows: list[dict]) -> None:
+                before = writer.errors
+                writer.write(output_record(r) for r in rows)
+                progress.update(len(rows), writer.errors - before)
+
+            stats = run_pipeline(plan, todo, on_rows)
+            progress.emit()
+    except KeyboardInterrupt:
+        failure = "interrupted"
+    except Exception as e:  # noqa: BLE001 - reported as a one-line failure, records so far are kept
+        failure = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+    finally:
+        writer.close()
+        if "ray" in sys.modules:
+            import ray
+
+            if ray.is_initialized() and not cfg.cluster.address:
+                ray.shutdown()
+    return failure, ray_info, stats
+
+
+def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
+    """Run one evaluation from a composed config; returns the process exit code."""
+    from omegaconf import OmegaConf
+
+    from ragscale.io.inputs import order_for_sweep, scan
+    from ragscale.io.output import RecordWriter, prepare
+    from ragscale.report.summary import finalize, format_table
+
+    t_start = time.time()
+    setup = validate(cfg)
+    files = setup.files
     out_dir = os.path.abspath(cfg.output_dir)
-    fingerprint = {
-        "scenario": cfg.scenario_name,
-        "steps": steps,
-        "metrics": metrics,
-        "encoder": {k: enc_cfg[k] for k in ("name", "model", "num_layers", "rescale_with_baseline", "baseline", "max_length")},
-        "inputs": [f.path for f in files],
-    }
-    done = prepare(out_dir, fingerprint, resume=cfg.resume, overwrite=cfg.overwrite)
+    done = prepare(out_dir, setup.fingerprint(cfg.scenario_name), resume=cfg.resume, overwrite=cfg.overwrite)
 
     t0 = time.time()
     sweep = len(files) > 1
@@ -110,58 +178,20 @@ def execute(cfg: Any, printer=print) -> int:
     todo = [p for p in pointers if p.key(files) not in done]
     scan_s = time.time() - t0
     printer(
-        f"[ragscale] scenario={cfg.scenario_name} steps={','.join(steps)} files={len(files)} "
+        f"[ragscale] scenario={cfg.scenario_name} steps={','.join(setup.steps)} files={len(files)} "
         f"records={len(pointers)} already_done={len(pointers) - len(todo)} output_dir={out_dir}"
     )
 
-    from ragscale.pipeline.execute import Plan, Progress, init_ray, run_pipeline
-
     writer = RecordWriter(out_dir, done)
-    ray_info: dict = {}
-    stage_info: dict = {}
-    failure = None
     t1 = time.time()
-    try:
-        if todo:
-            plan = Plan(
-                files=files,
-                metrics=metrics,
-                stages=stages,
-                encoder=encoder_kwargs,
-                baseline=baseline,
-                cluster=OmegaConf.to_container(cfg.cluster, resolve=True),
-                ray_progress_bars=cfg.ray_progress_bars,
-            )
-            ray_info = init_ray(plan.cluster)
-            progress = Progress(len(todo), cfg.progress_interval_s, printer)
-
-            def on_rows(rows: list[dict]) -> None:
-                before = writer.errors
-                writer.write(output_record(r) for r in rows)
-                progress.update(len(rows), writer.errors - before)
-
-            stage_info = run_pipeline(plan, todo, on_rows)
-            progress.emit()
-    except KeyboardInterrupt:
-        failure = "interrupted"
-    except Exception as e:  # noqa: BLE001 - reported as a one-line failure, records so far are kept
-        failure = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-    finally:
-        writer.close()
-        try:
-            import ray
-
-            if ray.is_initialized() and not cfg.cluster.address:
-                ray.shutdown()
-        except ImportError:
-            pass
+    failure, ray_info, stats = _run_stages(cfg, setup, todo, writer, printer)
     pipeline_s = time.time() - t1
 
     t2 = time.time()
-    summary = finalize(out_dir, metrics)
+    summary = finalize(out_dir, setup.metrics)
     finalize_s = time.time() - t2
-    out_keys = writer.seen
-    missing = len(expected - out_keys)
+    missing = len(expected - writer.seen)
+    enc = setup.encoder_conf
     run_info = {
         "ragscale_version": _versions()["ragscale"],
         "started": _dt.datetime.fromtimestamp(t_start, _dt.timezone.utc).isoformat(),
@@ -172,15 +202,15 @@ def execute(cfg: Any, printer=print) -> int:
         "inputs": [{"path": f.path, "format": f.fmt, "default_model_id": f.stem} for f in files],
         "models": {
             "encoder": {
-                "name": enc_cfg["name"],
-                "model": enc_cfg["model"],
-                "local_path": encoder_kwargs.get("model_path"),
-                "num_layers": enc_cfg["num_layers"],
-                "bertscore_rescaled_with_baseline": bool(baseline),
-                "baseline": baseline,
+                "name": enc["name"],
+                "model": enc["model"],
+                "local_path": setup.encoder_kwargs.get("model_path"),
+                "num_layers": enc["num_layers"],
+                "bertscore_rescaled_with_baseline": bool(setup.baseline),
+                "baseline": setup.baseline,
                 "idf": False,
             }
-            if "encoder" in stages
+            if "encoder" in setup.stages
             else None
         },
         "versions": _versions(),
@@ -190,14 +220,14 @@ def execute(cfg: Any, printer=print) -> int:
             "pipeline_wall": round(pipeline_s, 3),
             "finalize": round(finalize_s, 3),
             "total": round(time.time() - t_start, 3),
-            "stage_compute": {k[5:]: round(v, 3) for k, v in stage_info.items() if k.startswith("time_")},
+            "stage_compute": {k[5:]: round(v, 3) for k, v in stats.items() if k.startswith("time_")},
         },
-        "encoder_work": {k[8:]: v for k, v in stage_info.items() if k.startswith("encoder_")} or None,
+        "encoder_work": {k[8:]: v for k, v in stats.items() if k.startswith("encoder_")} or None,
         "records": {
             "in": len(pointers),
             "resumed": len(pointers) - len(todo),
             "written_this_run": writer.written,
-            "out": len(expected & out_keys),
+            "out": len(expected & writer.seen),
             "errored": sum(d["errors"] for d in summary["models"].values()),
             "missing": missing,
             "duplicates_dropped": writer.duplicates,
@@ -230,12 +260,32 @@ def compose(overrides: list[str]) -> Any:
         return _compose(config_name="config", overrides=overrides)
 
 
+def _precheck_overrides(argv: list[str]) -> None:
+    """Compose once with the command line's overrides so that a bad override (unknown key,
+    wrong type, missing group option) is a one-line UserError instead of Hydra's report."""
+    if any(a.startswith("-") for a in argv):  # --help, --cfg, -m ...: leave them to Hydra
+        return
+    try:
+        compose(argv)
+    except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types
+        parts = [str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__]
+        cause = e.__cause__ or e.__context__
+        if cause is not None and str(cause).strip():
+            parts.append(str(cause).strip().splitlines()[0])
+        raise UserError("invalid override: " + " ".join(parts)) from None
+
+
 def main() -> None:
     import hydra
 
     from ragscale.config import register
 
     register()
+    try:
+        _precheck_overrides(sys.argv[1:])
+    except UserError as e:
+        print(f"ragscale: error: {e}", file=sys.stderr)
+        sys.exit(2)
 
     @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
     def _main(cfg: Any) -> None:

@@ -97,7 +97,10 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
             num_gpus=float(pool.get("num_gpus", 0.0)),
         )  # Ray Data restarts dead actors and retries their batches by default
     if "derive" in plan.stages:
-        ds = ds.map_batches(derive, batch_size=None, batch_format="pyarrow", fn_kwargs={"metrics": list(plan.metrics)})
+        # Tiny CPU work: a fractional CPU so it is never starved by actors holding every core.
+        ds = ds.map_batches(
+            derive, batch_size=None, batch_format="pyarrow", fn_kwargs={"metrics": list(plan.metrics)}, num_cpus=0.1
+        )
 
     stats: dict[str, float] = {}
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import METRICS
+from ragscale.records import answerability_of
 
 ALL = "ALL"
 
@@ -90,8 +91,6 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
 
 
 def _answerability(rec: dict) -> str:
-    from ragscale.records import answerability_of
-
     return answerability_of(rec) or "UNKNOWN"
 
 

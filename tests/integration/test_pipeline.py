@@ -135,6 +135,8 @@ def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
         (["steps=[algoritmic]"], "did you mean 'algorithmic'"),
         (["metrics.algorithmic=[Recal]"], "did you mean 'Recall'"),
         (["encoder.model=/no/such/model"], "not available locally"),
+        (["encoder=deberta-xlarge-mnli"], "not available locally"),
+        (["limit=-1"], "limit must be >= 0"),
     ],
 )
 def test_config_and_path_errors_are_one_line_before_ray(tmp_path, args, needle):
@@ -145,10 +147,13 @@ def test_config_and_path_errors_are_one_line_before_ray(tmp_path, args, needle):
     assert "Traceback" not in res.stderr and "ray" not in res.stdout.lower()
 
 
-def test_invalid_override_fails_at_compose_time(tmp_path):
-    res = cli("encoder.num_layerz=3", f"output_dir={tmp_path / 'o'}", timeout=120)
-    assert res.returncode != 0
-    assert "num_layerz" in res.stderr and "Traceback" not in res.stderr
+@pytest.mark.parametrize("override", ["encoder.num_layerz=3", "encoder=no-such-encoder", "limit=many"])
+def test_invalid_override_is_one_line_at_compose_time(tmp_path, override):
+    res = cli(override, f"output_dir={tmp_path / 'o'}", timeout=120)
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ragscale: error: invalid override")
+    assert override.split("=")[0].split(".")[-1] in err[0] or "no-such-encoder" in err[0]
 
 
 def test_sweep_model_ids_from_file_stems_and_shared_encoding(tmp_path, responses10):
@@ -174,3 +179,20 @@ def test_sweep_model_ids_from_file_stems_and_shared_encoding(tmp_path, responses
         if r["model_id"] == "target":
             assert r["metrics"]["RougeL_stemFalse"] == [1.0]
             assert r["metrics"]["BertscoreP"][0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_parquet_input_with_model_id_field(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sample = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
+    rows = [json.loads(line) for line in open(sample)][:12]
+    path = tmp_path / "sample.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    out = str(tmp_path / "o")
+    res = cli(f"input={path}", f"output_dir={out}", "metrics.algorithmic=[Recall,RougeL_stemFalse,Length]")
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 12 and all(r["error"] is None for r in recs)
+    assert {r["model_id"] for r in recs} == {r["model_id"] for r in rows}
+    assert all(set(r["metrics"]) == {"Recall", "RougeL_stemFalse", "Length"} for r in recs)
