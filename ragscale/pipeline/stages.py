@@ -72,7 +72,7 @@ def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Se
 
     One output row per pointer row."""
     t0 = time.perf_counter()
-    pointers = [Pointer(*p.values()) for p in batch.to_pylist()]
+    pointers = [Pointer(**p) for p in batch.to_pylist()]
     rows = [_record_row(files, p, raw, metrics) for p, raw in zip(pointers, read_raw(files, pointers))]
     add_stats(rows, time_lexical_s=time.perf_counter() - t0)
     return to_table(rows)

@@ -196,3 +196,17 @@ def test_parquet_input_with_model_id_field(tmp_path):
     assert len(recs) == 12 and all(r["error"] is None for r in recs)
     assert {r["model_id"] for r in recs} == {r["model_id"] for r in rows}
     assert all(set(r["metrics"]) == {"Recall", "RougeL_stemFalse", "Length"} for r in recs)
+
+
+def test_task_input_without_predictions_is_all_per_record_errors(tmp_path):
+    """MT-RAG's task-B *input* file has no predictions or targets: every record is reported, none dropped."""
+    from conftest import shared_file
+
+    path = shared_file("taskb_input.jsonl")
+    out = str(tmp_path / "o")
+    res = cli(f"input={path}", f"output_dir={out}", "metrics.algorithmic=[Recall,RougeL_stemFalse]")
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 10
+    assert all(r["error"]["stage"] == "input" and "predictions" in r["error"]["message"] for r in recs)
+    assert json.load(open(os.path.join(out, "summary.json")))["models"]["taskb_input"]["errors"] == 10
