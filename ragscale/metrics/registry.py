@@ -28,16 +28,24 @@ _SPECS = [
     # MT-RAG adds RB_agg only when these four evaluators are configured.
     MetricSpec("RB_agg", "derive", "algorithmic", "record", ("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec")),
     MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", "record", ("RB_agg",)),
+    MetricSpec("idk_eval", "judge", "idk", "record"),
+    MetricSpec("RB_llm", "judge", "radbench", "record"),
+    MetricSpec("RB_agg_idk", "derive", "idk_condition", "record", ("RB_agg", "idk_eval")),
+    MetricSpec("RB_llm_idk", "derive", "idk_condition", "record", ("RB_llm", "idk_eval")),
 ]
+# derive-stage metrics that IDK-condition another metric: name -> base metric
+CONDITIONED = {"RB_agg_idk": "RB_agg", "RB_llm_idk": "RB_llm"}
+# judge-stage metrics: metric -> judge name (ragscale.judges)
+JUDGED = {"idk_eval": "idk", "RB_llm": "radbench"}
 METRICS: dict[str, MetricSpec] = {m.name: m for m in _SPECS}
 
 # MT-RAG's five steps (seed "MT-RAG Evaluation Metrics Reference"); None = not built yet.
 STEPS: dict[str, str | None] = {
     "algorithmic": None,
-    "idk": "the IDK judge needs the LLM judge pool, which is not built yet",
-    "ragas": "RAGAS faithfulness needs the LLM judge pool, which is not built yet",
-    "radbench": "the RADBench judge needs the LLM judge pool, which is not built yet",
-    "idk_condition": "IDK conditioning needs the judge steps, which are not built yet",
+    "idk": None,
+    "ragas": "RAGAS faithfulness (RL_F) is not built yet",
+    "radbench": None,
+    "idk_condition": None,
 }
 
 
@@ -60,7 +68,8 @@ def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
     for n in chosen:
         missing = [r for r in METRICS[n].requires if r not in chosen]
         if missing:
-            raise UserError(f"metric {n!r} needs {', '.join(missing)} to be enabled too")
+            need = ", ".join(f"{r} (step {METRICS[r].step})" for r in missing)
+            raise UserError(f"metric {n!r} needs {need} to be enabled too")
     return chosen
 
 

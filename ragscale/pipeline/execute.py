@@ -1,6 +1,6 @@
 """Build and run the streaming Ray Data pipeline.
 
-    pointers ─from_arrow─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ derive (CPU)
+    pointers ─from_arrow─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ JudgeActor pool ─▶ derive (CPU)
              ─iter_batches─▶ driver: records.jsonl (flushed per batch), progress
 
 Every stage keeps one row per record; a failed record carries its error to the end.
@@ -27,6 +27,7 @@ class Plan:
     stages: set[str]
     encoder: dict = field(default_factory=dict)  # Encoder kwargs (model_path resolved)
     baseline: dict | None = None
+    judge: dict = field(default_factory=dict)  # JudgeActor arguments (engine, judges, cache_path, max_retries)
     cluster: dict = field(default_factory=dict)
     ray_progress_bars: bool = False
 
@@ -96,6 +97,19 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
             num_cpus=float(pool.get("num_cpus", 1.0)),
             num_gpus=float(pool.get("num_gpus", 0.0)),
         )  # Ray Data restarts dead actors and retries their batches by default
+    if "judge" in plan.stages:
+        from actors.judge import JudgeActor
+
+        pool = plan.cluster.get("judge", {})
+        ds = ds.map_batches(
+            JudgeActor,
+            fn_constructor_kwargs=plan.judge,
+            compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
+            batch_size=int(pool.get("batch_size", 16)),
+            batch_format="pyarrow",
+            num_cpus=float(pool.get("num_cpus", 1.0)),
+            num_gpus=float(pool.get("num_gpus", 0.0)),
+        )
     if "derive" in plan.stages:
         # Tiny CPU work: a fractional CPU so it is never starved by actors holding every core.
         ds = ds.map_batches(

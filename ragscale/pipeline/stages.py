@@ -16,6 +16,8 @@ import pyarrow as pa
 from ragscale.errors import RecordError
 from ragscale.io.inputs import InputFile, Pointer, read_raw
 from ragscale.metrics.aggregate import rb_agg
+from ragscale.metrics.conditioning import idk_conditioned
+from ragscale.metrics.registry import CONDITIONED
 from ragscale.metrics.lexical import extractiveness, length_words, recall, rouge_l_tokens, rouge_tokenize
 from ragscale.records import ROW_SCHEMA, error_json, extract_fields
 
@@ -94,6 +96,7 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
         "metrics": "{}",
         "warnings": [],
         "error": None,
+        "judge_errors": None,
         "stats": None,
     }
     try:
@@ -117,23 +120,29 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
 
 
 def derive(batch: pa.Table, *, metrics: Sequence[str]) -> pa.Table:
-    """Last stage: RB_agg and its zero-denominator flag from the metrics of earlier stages."""
+    """Last stage: RB_agg and its zero-denominator flag, then the IDK-conditioned metrics."""
     t0 = time.perf_counter()
     rows = batch.to_pylist()
-    if "RB_agg" in metrics:
-        for row in rows:
-            if row["error"]:
-                continue
-            m = json.loads(row["metrics"])
-            try:
+    for row in rows:
+        if row["error"]:
+            continue
+        m = json.loads(row["metrics"])
+        try:
+            if "RB_agg" in metrics:
                 agg, zero = rb_agg(m)
-            except Exception as e:  # noqa: BLE001
-                row["error"] = error_json("derive", f"RB_agg: {type(e).__name__}: {e}")
-                continue
-            m["RB_agg"] = [agg]
-            if "RB_agg_zero_denominator" in metrics:
-                m["RB_agg_zero_denominator"] = [zero]
-            row["metrics"] = json.dumps(m)
+                m["RB_agg"] = [agg]
+                if "RB_agg_zero_denominator" in metrics:
+                    m["RB_agg_zero_denominator"] = [zero]
+            for name, base in CONDITIONED.items():
+                if name in metrics:
+                    idk_eval = (m.get("idk_eval") or [None])[0]
+                    value = (m.get(base) or [None])[0]
+                    out = idk_conditioned(row["answerability"], idk_eval, value)
+                    m[name] = None if out is None else [out]
+        except Exception as e:  # noqa: BLE001
+            row["error"] = error_json("derive", f"{type(e).__name__}: {e}")
+            continue
+        row["metrics"] = json.dumps(m)
     add_stats(rows, time_derive_s=time.perf_counter() - t0)
     return to_table(rows)
 

@@ -43,9 +43,12 @@ class _Acc:
         self.errors = 0
         self.sums: dict[str, float] = defaultdict(float)
         self.ns: dict[str, int] = defaultdict(int)
+        self.parse_failures: dict[str, int] = defaultdict(int)
 
     def add(self, rec: dict, metrics: Sequence[str]) -> None:
         self.count += 1
+        for err in (rec.get("ragscale") or {}).get("judge_errors") or []:
+            self.parse_failures[err.get("judge")] += 1
         if rec.get("error") is not None:
             self.errors += 1
             return
@@ -61,6 +64,7 @@ class _Acc:
             "errors": self.errors,
             "metrics": {m: (self.sums[m] / self.ns[m] if self.ns[m] else None) for m in metrics},
             "n": {m: self.ns[m] for m in metrics},
+            "judge_parse_failures": dict(self.parse_failures),
         }
 
 
@@ -170,6 +174,7 @@ SHORT = {
     "BertscoreR": "BertR",
     "Extractiveness_RougeL": "Extract",
     "RB_agg_zero_denominator": "RB0",
+    "idk_eval": "IDK",
 }
 
 

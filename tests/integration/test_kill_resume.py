@@ -37,7 +37,7 @@ def test_sigkill_then_resume_every_record_exactly_once(tmp_path):
     n = _make_input(inp)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ragscale.run", "+scenario=mtrag", f"input={inp}", f"output_dir={out}",
-           "cluster.chunk_size=8", "cluster.encoder.batch_size=8", "progress_interval_s=1"]
+           "steps=[algorithmic]", "cluster.chunk_size=8", "cluster.encoder.batch_size=8", "progress_interval_s=1"]
     records = out / "records.jsonl"
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

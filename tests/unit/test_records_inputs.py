@@ -111,7 +111,7 @@ def test_registry_did_you_mean_and_unbuilt_steps():
     with pytest.raises(UserError, match="did you mean 'RougeL_stemFalse'"):
         resolve_metrics(["RougeL_stemfalse"], ["algorithmic"])
     with pytest.raises(UserError, match="not available yet"):
-        validate_steps(["idk"])
+        validate_steps(["ragas"])
     with pytest.raises(UserError, match="did you mean 'algorithmic'"):
         validate_steps(["algorithmc"])
     with pytest.raises(UserError, match="needs"):

@@ -1,0 +1,1 @@
+"""LLM judges: versioned prompt templates, renderers and parsers (pure code, no engine import)."""

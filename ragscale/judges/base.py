@@ -1,0 +1,62 @@
+"""What every judge shares: a rendered prompt, its output schema, and typed parse failures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """One generation request: chat messages plus the JSON schema that constrains the output."""
+
+    judge: str
+    version: str
+    messages: tuple[dict, ...]
+    schema: dict = field(hash=False)
+    max_tokens: int = 256
+
+    def text(self) -> str:
+        """The rendered prompt as one string (for cache keys and prefix ordering)."""
+        return "\n".join(f"<{m['role']}>\n{m['content']}" for m in self.messages)
+
+
+class JudgeParseError(ValueError):
+    """A judge output that could not be turned into a score; keeps the raw text."""
+
+    def __init__(self, judge: str, raw: str, reason: str):
+        super().__init__(f"{judge}: {reason}")
+        self.judge = judge
+        self.raw = raw
+        self.reason = reason
+
+
+def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, Any]) -> str:
+    """Stable key of a generation: engine, model, prompt version, rendered prompt, schema, sampling."""
+    payload = json.dumps(
+        {
+            "engine": engine,
+            "model": model,
+            "judge": prompt.judge,
+            "version": prompt.version,
+            "prompt": prompt.text(),
+            "schema": prompt.schema,
+            "max_tokens": prompt.max_tokens,
+            "sampling": sampling,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def load_json_object(judge: str, raw: str) -> dict:
+    """Parse a constrained-decoding output (a JSON object), or raise JudgeParseError."""
+    try:
+        obj = json.loads(raw)
+    except (TypeError, ValueError):
+        raise JudgeParseError(judge, raw, "output is not JSON") from None
+    if not isinstance(obj, dict):
+        raise JudgeParseError(judge, raw, "output is not a JSON object")
+    return obj

