@@ -1,77 +1,22 @@
 """Judge actor: an LLM engine behind one interface, fed rendered prompts by ragscale.judges.
 
-Engines take a batch of ``JudgePrompt``s (chat messages + JSON schema) and return texts.
-``llama.cpp`` (default, CPU, the packaged SmolLM2 GGUF) is implemented here; the vLLM and
-OpenAI-compatible engines are the next step of the judge issue.
+Engines (actors/engines/: llama.cpp, vLLM, OpenAI-compatible) take a batch of
+``JudgePrompt``s (chat messages + JSON schema) and return texts.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
+from actors.engines import build
 from ragscale.judges import idk, radbench
 from ragscale.judges.base import JudgeParseError, JudgePrompt, cache_key
 from ragscale.pipeline.stages import add_stats, apply_per_record, to_table
 
-
-@dataclass
-class Generation:
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class LlamaCppEngine:
-    """llama-cpp-python in-process, JSON-schema constrained decoding, greedy by default.
-
-    Prompts are generated in order of their rendered text, so consecutive prompts share
-    the longest prefix and llama.cpp reuses its KV cache for it; a RAM cache of prompt
-    states (``state_cache_mb``) also restores a prefix seen earlier (the few-shot IDK
-    prefix is evaluated once per actor, not once per record or batch).
-    """
-
-    name = "llama.cpp"
-
-    def __init__(
-        self,
-        model_path: str,
-        n_ctx: int = 8192,
-        n_threads: int | None = None,
-        n_batch: int = 512,
-        seed: int = 0,
-        state_cache_mb: int = 1024,
-    ):
-        from llama_cpp import Llama, LlamaRAMCache
-
-        self.llm = Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, seed=seed, verbose=False)
-        if state_cache_mb:
-            self.llm.set_cache(LlamaRAMCache(capacity_bytes=int(state_cache_mb) * 2**20))
-        self.model = os.path.basename(model_path)
-        self.seed = seed
-
-    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None) -> list[Generation]:
-        out: list[Generation | None] = [None] * len(prompts)
-        for i in sorted(range(len(prompts)), key=lambda i: prompts[i].text()):
-            p = prompts[i]
-            r = self.llm.create_chat_completion(
-                messages=[dict(m) for m in p.messages],
-                response_format={"type": "json_object", "schema": p.schema},
-                temperature=temperature,
-                max_tokens=p.max_tokens,
-                seed=self.seed if seed is None else seed,
-            )
-            usage = r.get("usage") or {}
-            out[i] = Generation(r["choices"][0]["message"].get("content") or "", usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
-        return out  # type: ignore[return-value]
-
-
-ENGINES: dict[str, Callable[..., Any]] = {"llama.cpp": LlamaCppEngine}
 
 # judge name -> (metric it fills, render(record fields) -> prompt, parse(text) -> score)
 JUDGES: dict[str, tuple[str, Callable[[dict, dict], JudgePrompt], Callable[[str], float]]] = {
@@ -95,8 +40,7 @@ class JudgeActor:
     """
 
     def __init__(self, engine: Mapping[str, Any], judges: Sequence[str], cache_path: str | None, max_retries: int = 1):
-        kwargs = dict(engine)
-        self.engine = ENGINES[kwargs.pop("engine")](**kwargs)
+        self.engine = build(engine)
         self.engine_name = self.engine.name
         self.model_name = self.engine.model
         self.judges = list(judges)

