@@ -1,117 +1,173 @@
-"""Judge actor: an LLM engine behind one interface, fed rendered prompts by ragscale.judges.
+"""Judge actor: an LLM engine (actors/engines/) driven by the judges of ragscale.judges.
 
-Engines (actors/engines/: llama.cpp, vLLM, OpenAI-compatible) take a batch of
-``JudgePrompt``s (chat messages + JSON schema) and return texts.
+Engines take a batch of ``JudgePrompt``s (chat messages + JSON schema) and return texts;
+judges are generators of (prompt, parse) steps (ragscale/judges/base.py). The actor
+advances every (record, judge) of its batch together, one engine call per round, so a
+multi-round judge (RAGAS faithfulness: statements, then verdicts) is batched across
+records too.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
 from actors.engines import build
-from ragscale.judges import idk, radbench
-from ragscale.judges.base import JudgeParseError, JudgePrompt, cache_key
+from ragscale.judges import JUDGES
+from ragscale.judges.base import JudgeParseError, JudgePrompt, Undefined, cache_key
 from ragscale.pipeline.stages import add_stats, apply_per_record, to_table
 
+_COUNTERS = ("prompts", "cache_hits", "generations", "retries", "parse_failures", "engine_errors",
+             "prompt_tokens", "completion_tokens")
 
-# judge name -> (metric it fills, render(record fields) -> prompt, parse(text) -> score)
-JUDGES: dict[str, tuple[str, Callable[[dict, dict], JudgePrompt], Callable[[str], float]]] = {
-    "idk": ("idk_eval", lambda obj, row: idk.render(obj.get("input") or [], row["prediction"]), idk.parse),
-    "radbench": (
-        "RB_llm",
-        lambda obj, row: radbench.render(obj.get("input") or [], row["targets"][0], row["passages"], row["prediction"]),
-        radbench.parse,
-    ),
-}
+
+class _Stats:
+    """Counters in total (``judge_<c>``) and per judge (``judgeby|<judge>|<c>``) for the batch's stats."""
+
+    def __init__(self) -> None:
+        self.d: dict[str, float] = {}
+
+    def add(self, judge: str, counter: str, n: float = 1) -> None:
+        if n:
+            self.d[f"judge_{counter}"] = self.d.get(f"judge_{counter}", 0) + n
+            key = f"judgeby|{judge}|{counter}"
+            self.d[key] = self.d.get(key, 0) + n
 
 
 class JudgeActor:
     """Ray Data actor: runs the enabled judges over a batch of records.
 
-    For each (record, judge) the prompt is rendered and looked up in the on-disk cache;
-    the missing ones are generated in one engine call; outputs are parsed. A parse
-    failure is retried a bounded number of times with sampling (temperature 0.7, new
-    seed); if it still fails the metric is ``null`` and the record's ``judge_errors``
-    keeps the raw text. Counters go to the batch's stats.
+    Every prompt is looked up in the on-disk cache first; the missing ones of a round are
+    generated in one engine call. A parse failure is re-asked a bounded number of times
+    with sampling (temperature 0.7, new seed); if it still fails, or the engine reports an
+    error for the prompt, the metric is ``null`` and the record's ``judge_errors`` keeps
+    the reason and the raw text. A metric that is undefined for a record (e.g. RL_F with
+    no passages) is ``null`` with its reason in ``judge_errors`` marked ``undefined``.
+    ``tag`` (judge panels) writes metrics as ``<metric>@<tag>``.
     """
 
-    def __init__(self, engine: Mapping[str, Any], judges: Sequence[str], cache_path: str | None, max_retries: int = 1):
+    def __init__(self, engine: Mapping[str, Any], judges: Sequence[str], cache_path: str | None,
+                 max_retries: int = 1, tag: str | None = None):
         self.engine = build(engine)
         self.engine_name = self.engine.name
         self.model_name = self.engine.model
-        self.judges = list(judges)
+        self.judges = [JUDGES[j] for j in judges]
         self.max_retries = int(max_retries)
+        self.tag = tag
         self.cache = None
         if cache_path:
             from ragscale.judges.cache import JudgeCache
 
             self.cache = JudgeCache(cache_path)
 
-    def _generate(self, prompts: list[JudgePrompt], attempt: int, stats: dict) -> list[str]:
+    def _generate(self, prompts: list[JudgePrompt], attempt: int, stats: _Stats) -> list[tuple[str, str | None]]:
+        """(text, engine error) per prompt, from the cache or one engine call."""
         sampling = {"temperature": 0.0 if attempt == 0 else 0.7, "seed": attempt}
         keys = [cache_key(self.engine_name, self.model_name, p, sampling) for p in prompts]
         cached = self.cache.get_many(keys) if self.cache else {}
         todo = [i for i, k in enumerate(keys) if k not in cached]
-        stats["judge_cache_hits"] = stats.get("judge_cache_hits", 0) + len(prompts) - len(todo)
-        texts = {k: v[0] for k, v in cached.items()}
+        out: dict[int, tuple[str, str | None]] = {}
+        for i, k in enumerate(keys):
+            if k in cached:
+                out[i] = (cached[k][0], None)
+                stats.add(prompts[i].judge, "cache_hits")
         if todo:
             gens = self.engine.generate([prompts[i] for i in todo], **sampling)
+            fresh = []
             for i, g in zip(todo, gens):
-                texts[keys[i]] = g.text
-                stats["judge_generations"] = stats.get("judge_generations", 0) + 1
-                stats["judge_prompt_tokens"] = stats.get("judge_prompt_tokens", 0) + g.prompt_tokens
-                stats["judge_completion_tokens"] = stats.get("judge_completion_tokens", 0) + g.completion_tokens
-            if self.cache:
-                self.cache.put_many(
-                    (keys[i], g.text, {"prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens})
-                    for i, g in zip(todo, gens)
-                )
-        return [texts[k] for k in keys]
+                j = prompts[i].judge
+                out[i] = (g.text, g.error)
+                if g.error:
+                    stats.add(j, "engine_errors")
+                    continue
+                stats.add(j, "generations")
+                stats.add(j, "prompt_tokens", g.prompt_tokens)
+                stats.add(j, "completion_tokens", g.completion_tokens)
+                fresh.append((keys[i], g.text, {"prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}))
+            if self.cache and fresh:
+                self.cache.put_many(fresh)
+        return [out[i] for i in range(len(prompts))]
 
-    def _judge(self, rows: list[dict], stats: dict) -> None:
-        tasks = []  # (row, judge, prompt)
-        for row in rows:
-            obj = json.loads(row["raw"])
-            for j in self.judges:
-                tasks.append((row, j, JUDGES[j][1](obj, row)))
-        stats["judge_prompts"] = stats.get("judge_prompts", 0) + len(tasks)
-        pending = list(range(len(tasks)))
-        results: dict[int, float] = {}
-        failures: dict[int, tuple[str, str]] = {}
+    def _ask(self, steps: list[tuple[JudgePrompt, Any]], stats: _Stats) -> list[tuple[bool, Any, str]]:
+        """One round: (ok, parsed value | failure reason, raw text) per step, with bounded re-asks."""
+        results: dict[int, tuple[bool, Any, str]] = {}
+        pending = list(range(len(steps)))
+        for i in pending:
+            stats.add(steps[i][0].judge, "prompts")
         for attempt in range(self.max_retries + 1):
             if not pending:
                 break
             if attempt:
-                stats["judge_retries"] = stats.get("judge_retries", 0) + len(pending)
-            texts = self._generate([tasks[i][2] for i in pending], attempt, stats)
+                for i in pending:
+                    stats.add(steps[i][0].judge, "retries")
+            texts = self._generate([steps[i][0] for i in pending], attempt, stats)
             still = []
-            for i, text in zip(pending, texts):
+            for i, (text, error) in zip(pending, texts):
+                if error:
+                    results[i] = (False, f"engine error: {error}", text)
+                    continue  # the engine already retried; a sampled re-ask would not help
                 try:
-                    results[i] = JUDGES[tasks[i][1]][2](text)
-                    failures.pop(i, None)
+                    results[i] = (True, steps[i][1](text), text)
                 except JudgeParseError as e:
-                    failures[i] = (e.reason, text)
+                    results[i] = (False, e.reason, text)
                     still.append(i)
             pending = still
-        stats["judge_parse_failures"] = stats.get("judge_parse_failures", 0) + len(failures)
-        for i, (row, j, _) in enumerate(tasks):
-            metric = JUDGES[j][0]
+        for i, (ok, reason, _) in results.items():
+            if not ok and not str(reason).startswith("engine error"):
+                stats.add(steps[i][0].judge, "parse_failures")
+        return [results[i] for i in range(len(steps))]
+
+    def _judge(self, rows: list[dict], stats: _Stats) -> None:
+        runs = {}  # (row index, judge name) -> generator
+        current = {}  # key -> its pending (prompt, parse) step
+        final: dict[tuple[int, str], tuple[float | None, dict | None]] = {}
+        for r, row in enumerate(rows):
+            obj = json.loads(row["raw"])
+            for spec in self.judges:
+                key = (r, spec.name)
+                runs[key] = spec.start(obj, row)
+                self._advance(key, runs, current, final, None, first=True)
+        while current:
+            keys = list(current)
+            answers = self._ask([current[k] for k in keys], stats)
+            current = {}
+            for key, (ok, value, raw) in zip(keys, answers):
+                if ok:
+                    self._advance(key, runs, current, final, value)
+                else:
+                    runs[key].close()
+                    final[key] = (None, {"judge": key[1], "reason": value, "raw": raw})
+        for (r, name), (score, err) in final.items():
+            row = rows[r]
+            metric = JUDGES[name].metric + (f"@{self.tag}" if self.tag else "")
             m = json.loads(row["metrics"])
-            m[metric] = [results[i]] if i in results else None
+            m[metric] = None if score is None else [score]
             row["metrics"] = json.dumps(m)
-            if i in failures:
+            if err:
                 errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
-                errs.append({"judge": j, "reason": failures[i][0], "raw": failures[i][1]})
+                errs.append({**err, **({"tag": self.tag} if self.tag else {})})
                 row["judge_errors"] = json.dumps(errs)
+
+    @staticmethod
+    def _advance(key, runs, current, final, value, first: bool = False) -> None:  # noqa: ANN001
+        try:
+            step = next(runs[key]) if first else runs[key].send(value)
+        except StopIteration as stop:
+            result = stop.value
+            if isinstance(result, Undefined):
+                final[key] = (None, {"judge": key[1], "reason": result.reason, "undefined": True})
+            else:
+                final[key] = (float(result), None)
+            return
+        current[key] = step
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         t0 = time.perf_counter()
         rows = batch.to_pylist()
-        stats: dict = {}
+        stats = _Stats()
         apply_per_record(rows, "judge", lambda rs: self._judge(rs, stats))
-        add_stats(rows, time_judge_s=time.perf_counter() - t0, **stats)
+        add_stats(rows, time_judge_s=time.perf_counter() - t0, **stats.d)
         return to_table(rows)

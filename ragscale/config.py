@@ -60,6 +60,7 @@ class MetricsConf:
     ragas: List[str] = field(default_factory=list)
     radbench: List[str] = field(default_factory=list)
     idk_condition: List[str] = field(default_factory=list)
+    hmean: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -73,6 +74,10 @@ class RagscaleConf:
     metrics: MetricsConf = field(default_factory=MetricsConf)
     encoder: EncoderConf = field(default_factory=EncoderConf)
     judge: JudgeConf = field(default_factory=JudgeConf)
+    # A panel of judges (MT-RAG used 4 for RB_llm): each runs panel_metrics' judges and the
+    # metric is the median of their scores; `judge` still runs the other judges.
+    judge_panel: List[JudgeConf] = field(default_factory=list)
+    panel_metrics: List[str] = field(default_factory=lambda: ["RB_llm"])
     cluster: ClusterConf = field(default_factory=ClusterConf)
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run

@@ -56,19 +56,40 @@ class Setup:
     baseline: dict | None = None
     judge_conf: dict = field(default_factory=dict)
     judge_kwargs: dict = field(default_factory=dict)  # actors.judge.JudgeActor arguments
+    panel_confs: list = field(default_factory=list)
+    panel_kwargs: list = field(default_factory=list)  # one JudgeActor's arguments per panel member
+
+    def panel_columns(self) -> list[str]:
+        """The per-panel-judge metrics (``<metric>@<judge name>``) reported next to their median."""
+        from ragscale.judges import JUDGES
+
+        return [f"{JUDGES[j].metric}@{k['tag']}" for k in self.panel_kwargs for j in k["judges"]]
 
     def fingerprint(self, scenario: str) -> dict:
         """What must not change between a run and its resumption in the same output_dir."""
         enc = {k: self.encoder_conf[k] for k in ("name", "model", "num_layers", "rescale_with_baseline", "baseline", "max_length")}
         judge = {k: self.judge_conf.get(k) for k in ("engine", "model", "seed")} if "judge" in self.stages else None
-        return {"scenario": scenario, "steps": self.steps, "metrics": self.metrics, "encoder": enc,
-                "judge": judge, "inputs": [f.path for f in self.files]}
+        out = {"scenario": scenario, "steps": self.steps, "metrics": self.metrics, "encoder": enc,
+               "judge": judge, "inputs": [f.path for f in self.files]}
+        if self.panel_kwargs:
+            out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")} for c in self.panel_confs]
+        return out
 
 
 def _judge_versions(judges: list[str]) -> dict:
-    from ragscale.judges import idk, radbench
+    from ragscale.judges import JUDGES
 
-    return {m.NAME: m.VERSION for m in (idk, radbench) if m.NAME in judges}
+    return {j: JUDGES[j].version for j in judges}
+
+
+def _judge_work(stats: dict) -> dict | None:
+    """run.json's judge counters: totals, and per judge under ``by_judge``."""
+    work: dict = {k[6:]: v for k, v in stats.items() if k.startswith("judge_")}
+    for k, v in stats.items():
+        if k.startswith("judgeby|"):
+            _, judge, counter = k.split("|", 2)
+            work.setdefault("by_judge", {}).setdefault(judge, {})[counter] = v
+    return work or None
 
 
 def validate(cfg: Any) -> Setup:
@@ -119,12 +140,33 @@ def validate(cfg: Any) -> Setup:
                 raise UserError(f"encoder {enc['name']}: rescale_with_baseline needs baseline P and R values")
     if "judge" in setup.stages:
         from actors.engines import resolve as resolve_engine
-        from ragscale.metrics.registry import JUDGED
+        from ragscale.judges import JUDGED
 
+        pool = OmegaConf.to_container(cfg.cluster.judge, resolve=True)
+        judged = [JUDGED[m] for m in metrics if m in JUDGED]
+        panel = OmegaConf.to_container(cfg.judge_panel, resolve=True) or []
+        on_panel: list[str] = []
+        if panel:
+            for m in cfg.panel_metrics:
+                if m not in JUDGED:
+                    raise UserError(f"panel_metrics: {m!r} is not a judged metric ({', '.join(JUDGED)})")
+            on_panel = [JUDGED[m] for m in cfg.panel_metrics if m in metrics]
+            names = [c["name"] for c in panel]
+            if len(set(names)) != len(names):
+                raise UserError(f"judge_panel: judge names must be unique, got {names}")
+            for c in panel:
+                setup.panel_confs.append(c)
+                setup.panel_kwargs.append({
+                    "engine": resolve_engine(c, pool), "judges": on_panel, "tag": c["name"],
+                    "cache_path": os.path.abspath(c["cache_path"]) if c["cache_path"] else None,
+                    "max_retries": c["max_retries"],
+                })
+        if on_panel:
+            setup.stages.add("derive")  # the panel's median
         j = setup.judge_conf
         setup.judge_kwargs = {
-            "engine": resolve_engine(j, OmegaConf.to_container(cfg.cluster.judge, resolve=True)),
-            "judges": [JUDGED[m] for m in metrics if m in JUDGED],
+            "engine": resolve_engine(j, pool),
+            "judges": [n for n in judged if n not in on_panel],
             "cache_path": os.path.abspath(j["cache_path"]) if j["cache_path"] else None,
             "max_retries": j["max_retries"],
         }
@@ -148,6 +190,7 @@ def _run_stages(cfg: Any, setup: Setup, todo: list, writer: Any, printer: Callab
                 encoder=setup.encoder_kwargs,
                 baseline=setup.baseline,
                 judge=setup.judge_kwargs,
+                panel=setup.panel_kwargs,
                 cluster=OmegaConf.to_container(cfg.cluster, resolve=True),
                 ray_progress_bars=cfg.ray_progress_bars,
             )
@@ -210,7 +253,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
     pipeline_s = time.time() - t1
 
     t2 = time.time()
-    summary = finalize(out_dir, setup.metrics)
+    summary = finalize(out_dir, setup.metrics + setup.panel_columns())
     finalize_s = time.time() - t2
     missing = len(expected - writer.seen)
     enc = setup.encoder_conf
@@ -246,6 +289,11 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
             }
             if "judge" in setup.stages
             else None,
+            "judge_panel": [
+                {"name": c["name"], "engine": c["engine"], "model": c["model"], "judges": k["judges"],
+                 "engine_options": _redact(k["engine"]), "reduction": "median"}
+                for c, k in zip(setup.panel_confs, setup.panel_kwargs)
+            ] or None,
         },
         "versions": _versions(),
         "ray": {"address": ray_info.get("address"), "resources": ray_info.get("resources")},
@@ -257,7 +305,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
             "stage_compute": {k[5:]: round(v, 3) for k, v in stats.items() if k.startswith("time_")},
         },
         "encoder_work": {k[8:]: v for k, v in stats.items() if k.startswith("encoder_")} or None,
-        "judge_work": {k[6:]: v for k, v in stats.items() if k.startswith("judge_")} or None,
+        "judge_work": _judge_work(stats),
         "records": {
             "in": len(pointers),
             "resumed": len(pointers) - len(todo),

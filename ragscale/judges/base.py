@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Generator, Union
 
 
 @dataclass(frozen=True)
@@ -60,3 +60,23 @@ def load_json_object(judge: str, raw: str) -> dict:
     if not isinstance(obj, dict):
         raise JudgeParseError(judge, raw, "output is not a JSON object")
     return obj
+
+
+@dataclass(frozen=True)
+class Undefined:
+    """A judged metric that is ``null`` by definition for this record (not a failure), and why."""
+
+    reason: str
+
+
+# A judge runs as a generator: it yields (prompt, parse) steps and receives each parsed
+# output; its return value is the score (or Undefined). The judge actor advances the
+# generators of all records of a batch together, so every round of prompts (e.g. RAGAS'
+# statement extraction, then its verdicts) is one engine call across records.
+Step = tuple[JudgePrompt, Callable[[str], Any]]
+JudgeRun = Generator[Step, Any, Union[float, Undefined]]
+
+
+def single(prompt: JudgePrompt, parse: Callable[[str], float]) -> JudgeRun:
+    """A one-prompt judge: ask, parse, return the score."""
+    return (yield prompt, parse)

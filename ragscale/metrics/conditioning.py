@@ -20,3 +20,33 @@ def idk_conditioned(answerability: str | None, idk_eval: float | None, value: fl
     if idk_eval == 1:
         return 0.0
     return value
+
+
+def idk_underspecified_conditioned(
+    answerability: str | None, idk_eval: float | None, underspecified_eval: float | None, value: float | None
+) -> float | None:
+    """MTRAG-UN's ``*_idk_underspecified`` (IBM/mt-rag-benchmark ``get_idk_underspec_score``).
+
+    Underspecified: 1 if the response asks for clarification (``underspecified_eval == 1``),
+    else 0. Otherwise ``idk_conditioned``. ``None`` when a judge it needs failed.
+    """
+    if answerability == "UNDERSPECIFIED":
+        if underspecified_eval is None:
+            return None
+        return 1.0 if underspecified_eval == 1 else 0.0
+    return idk_conditioned(answerability, idk_eval, value)
+
+
+def harmonic_mean(values: "list[float | None]") -> float | None:
+    """Harmonic mean of the three MT-RAG scores (seed "The Three Metrics": HMean).
+
+    ``None`` if any component is missing; 0 as soon as one component is 0 (the limit of
+    the harmonic mean, as ``statistics.harmonic_mean`` returns); components must be >= 0.
+    """
+    if any(v is None for v in values) or not values:
+        return None
+    if any(v < 0 for v in values):  # type: ignore[operator]
+        raise ValueError(f"harmonic mean of negative values: {values}")
+    if any(v == 0 for v in values):
+        return 0.0
+    return len(values) / sum(1.0 / v for v in values)  # type: ignore[operator]

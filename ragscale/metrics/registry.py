@@ -29,23 +29,41 @@ _SPECS = [
     MetricSpec("RB_agg", "derive", "algorithmic", "record", ("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec")),
     MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", "record", ("RB_agg",)),
     MetricSpec("idk_eval", "judge", "idk", "record"),
+    MetricSpec("underspecified_eval", "judge", "idk", "record"),  # MTRAG-UN
+    MetricSpec("RL_F", "judge", "ragas", "record"),
     MetricSpec("RB_llm", "judge", "radbench", "record"),
     MetricSpec("RB_agg_idk", "derive", "idk_condition", "record", ("RB_agg", "idk_eval")),
     MetricSpec("RB_llm_idk", "derive", "idk_condition", "record", ("RB_llm", "idk_eval")),
+    MetricSpec("RL_F_idk", "derive", "idk_condition", "record", ("RL_F", "idk_eval")),
+    MetricSpec("RB_agg_idk_underspecified", "derive", "idk_condition", "record", ("RB_agg", "idk_eval", "underspecified_eval")),
+    MetricSpec("RB_llm_idk_underspecified", "derive", "idk_condition", "record", ("RB_llm", "idk_eval", "underspecified_eval")),
+    MetricSpec("RL_F_idk_underspecified", "derive", "idk_condition", "record", ("RL_F", "idk_eval", "underspecified_eval")),
+    # seed "The Three Metrics": harmonic mean of RL_F, RB_llm, RB_agg (and of their IDK-conditioned versions)
+    MetricSpec("HMean", "derive", "hmean", "record", ("RL_F", "RB_llm", "RB_agg")),
+    MetricSpec("HMean_idk", "derive", "hmean", "record", ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")),
 ]
-# derive-stage metrics that IDK-condition another metric: name -> base metric
-CONDITIONED = {"RB_agg_idk": "RB_agg", "RB_llm_idk": "RB_llm"}
-# judge-stage metrics: metric -> judge name (ragscale.judges)
-JUDGED = {"idk_eval": "idk", "RB_llm": "radbench"}
+# derive-stage metrics that condition another metric: name -> (base metric, with the underspecified rule)
+CONDITIONED = {
+    "RB_agg_idk": ("RB_agg", False),
+    "RB_llm_idk": ("RB_llm", False),
+    "RL_F_idk": ("RL_F", False),
+    "RB_agg_idk_underspecified": ("RB_agg", True),
+    "RB_llm_idk_underspecified": ("RB_llm", True),
+    "RL_F_idk_underspecified": ("RL_F", True),
+}
+# derive-stage harmonic means: name -> components
+HMEANS = {"HMean": ("RL_F", "RB_llm", "RB_agg"), "HMean_idk": ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")}
 METRICS: dict[str, MetricSpec] = {m.name: m for m in _SPECS}
 
-# MT-RAG's five steps (seed "MT-RAG Evaluation Metrics Reference"); None = not built yet.
+# MT-RAG's five steps (seed "MT-RAG Evaluation Metrics Reference") plus their harmonic mean;
+# a value other than None says why the step is not available.
 STEPS: dict[str, str | None] = {
     "algorithmic": None,
     "idk": None,
-    "ragas": "RAGAS faithfulness (RL_F) is not built yet",
+    "ragas": None,
     "radbench": None,
     "idk_condition": None,
+    "hmean": None,
 }
 
 

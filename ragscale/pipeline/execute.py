@@ -28,8 +28,20 @@ class Plan:
     encoder: dict = field(default_factory=dict)  # Encoder kwargs (model_path resolved)
     baseline: dict | None = None
     judge: dict = field(default_factory=dict)  # JudgeActor arguments (engine, judges, cache_path, max_retries)
+    panel: list = field(default_factory=list)  # JudgeActor arguments per judge-panel member (with its tag)
     cluster: dict = field(default_factory=dict)
     ray_progress_bars: bool = False
+
+
+def _panel_tags(plan: Plan) -> dict[str, list[str]]:
+    """metric -> the tags of the panel judges whose scores it is the median of."""
+    from ragscale.judges import JUDGES
+
+    out: dict[str, list[str]] = {}
+    for kwargs in plan.panel:
+        for j in kwargs["judges"]:
+            out.setdefault(JUDGES[j].metric, []).append(kwargs["tag"])
+    return out
 
 
 def init_ray(cluster: dict) -> dict:
@@ -101,19 +113,21 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
         from actors.judge import JudgeActor
 
         pool = plan.cluster.get("judge", {})
-        ds = ds.map_batches(
-            JudgeActor,
-            fn_constructor_kwargs=plan.judge,
-            compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
-            batch_size=int(pool.get("batch_size", 16)),
-            batch_format="pyarrow",
-            num_cpus=float(pool.get("num_cpus", 1.0)),
-            num_gpus=float(pool.get("num_gpus", 0.0)),
-        )
+        for kwargs in ([plan.judge] if plan.judge.get("judges") else []) + list(plan.panel):
+            ds = ds.map_batches(
+                JudgeActor,
+                fn_constructor_kwargs=kwargs,
+                compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
+                batch_size=int(pool.get("batch_size", 16)),
+                batch_format="pyarrow",
+                num_cpus=float(pool.get("num_cpus", 1.0)),
+                num_gpus=float(pool.get("num_gpus", 0.0)),
+            )
     if "derive" in plan.stages:
         # Tiny CPU work: a fractional CPU so it is never starved by actors holding every core.
         ds = ds.map_batches(
-            derive, batch_size=None, batch_format="pyarrow", fn_kwargs={"metrics": list(plan.metrics)}, num_cpus=0.1
+            derive, batch_size=None, batch_format="pyarrow", num_cpus=0.1,
+            fn_kwargs={"metrics": list(plan.metrics), "panel": _panel_tags(plan)},
         )
 
     stats: dict[str, float] = {}

@@ -8,6 +8,7 @@ output row per input row; a record that fails a stage keeps its row and gets an
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from typing import Callable, Iterable, Sequence
 
@@ -16,8 +17,8 @@ import pyarrow as pa
 from ragscale.errors import RecordError
 from ragscale.io.inputs import InputFile, Pointer, read_raw
 from ragscale.metrics.aggregate import rb_agg
-from ragscale.metrics.conditioning import idk_conditioned
-from ragscale.metrics.registry import CONDITIONED
+from ragscale.metrics.conditioning import harmonic_mean, idk_conditioned, idk_underspecified_conditioned
+from ragscale.metrics.registry import CONDITIONED, HMEANS
 from ragscale.metrics.lexical import extractiveness, length_words, recall, rouge_l_tokens, rouge_tokenize
 from ragscale.records import ROW_SCHEMA, error_json, extract_fields
 
@@ -119,8 +120,10 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
     return row
 
 
-def derive(batch: pa.Table, *, metrics: Sequence[str]) -> pa.Table:
-    """Last stage: RB_agg and its zero-denominator flag, then the IDK-conditioned metrics."""
+def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None) -> pa.Table:
+    """Last stage: judge-panel medians, RB_agg and its zero-denominator flag, the
+    IDK-conditioned metrics, HMean. ``panel`` maps a metric to its panel judges' tags: the
+    metric is the median of the ``<metric>@<tag>`` scores that are not null."""
     t0 = time.perf_counter()
     rows = batch.to_pylist()
     for row in rows:
@@ -128,16 +131,27 @@ def derive(batch: pa.Table, *, metrics: Sequence[str]) -> pa.Table:
             continue
         m = json.loads(row["metrics"])
         try:
+            for name, tags in (panel or {}).items():
+                scores = [m[f"{name}@{t}"][0] for t in tags if m.get(f"{name}@{t}")]
+                m[name] = [statistics.median(scores)] if scores else None
             if "RB_agg" in metrics:
                 agg, zero = rb_agg(m)
                 m["RB_agg"] = [agg]
                 if "RB_agg_zero_denominator" in metrics:
                     m["RB_agg_zero_denominator"] = [zero]
-            for name, base in CONDITIONED.items():
+            first = lambda name: (m.get(name) or [None])[0]  # noqa: E731
+            answerability = row["answerability"]
+            for name, (base, underspecified) in CONDITIONED.items():
                 if name in metrics:
-                    idk_eval = (m.get("idk_eval") or [None])[0]
-                    value = (m.get(base) or [None])[0]
-                    out = idk_conditioned(row["answerability"], idk_eval, value)
+                    if underspecified:
+                        out = idk_underspecified_conditioned(
+                            answerability, first("idk_eval"), first("underspecified_eval"), first(base))
+                    else:
+                        out = idk_conditioned(answerability, first("idk_eval"), first(base))
+                    m[name] = None if out is None else [out]
+            for name, parts in HMEANS.items():
+                if name in metrics:
+                    out = harmonic_mean([first(p) for p in parts])
                     m[name] = None if out is None else [out]
         except Exception as e:  # noqa: BLE001
             row["error"] = error_json("derive", f"{type(e).__name__}: {e}")

@@ -4,6 +4,12 @@ One streaming pass over records.jsonl, so summaries are right after a resume too
 Per-record scalars: a per-target metric uses its first target (MT-RAG's RB_agg does the
 same; MT-RAG tasks have one target), a per-passage metric its best passage (max, as
 RB_agg uses BertKPrec), flags count as 0/1. ``null`` values are left out of means.
+
+Answerability accuracy (from the IDK judge; MT-RAG's answerability classes): a record is
+handled correctly when an unanswerable or conversational question gets a full IDK
+(``idk_eval == 1``), an answerable or partially answerable one gets anything else, and
+(MTRAG-UN) an underspecified one gets a clarification request (``underspecified_eval
+== 1``). Records whose needed judge failed are left out.
 """
 
 from __future__ import annotations
@@ -44,14 +50,28 @@ class _Acc:
         self.sums: dict[str, float] = defaultdict(float)
         self.ns: dict[str, int] = defaultdict(int)
         self.parse_failures: dict[str, int] = defaultdict(int)
+        self.engine_errors: dict[str, int] = defaultdict(int)
+        self.undefined: dict[str, int] = defaultdict(int)
+        self.ans_correct = 0
+        self.ans_n = 0
 
     def add(self, rec: dict, metrics: Sequence[str]) -> None:
         self.count += 1
         for err in (rec.get("ragscale") or {}).get("judge_errors") or []:
-            self.parse_failures[err.get("judge")] += 1
+            judge = str(err.get("judge")) + (f"@{err['tag']}" if err.get("tag") else "")
+            if err.get("undefined"):
+                self.undefined[judge] += 1
+            elif str(err.get("reason", "")).startswith("engine error"):
+                self.engine_errors[judge] += 1
+            else:
+                self.parse_failures[judge] += 1
         if rec.get("error") is not None:
             self.errors += 1
             return
+        correct = answerability_correct(_answerability(rec), rec.get("metrics") or {})
+        if correct is not None:
+            self.ans_n += 1
+            self.ans_correct += int(correct)
         for name in metrics:
             v = record_scalar(name, (rec.get("metrics") or {}).get(name))
             if v is not None:
@@ -65,7 +85,31 @@ class _Acc:
             "metrics": {m: (self.sums[m] / self.ns[m] if self.ns[m] else None) for m in metrics},
             "n": {m: self.ns[m] for m in metrics},
             "judge_parse_failures": dict(self.parse_failures),
+            "judge_engine_errors": dict(self.engine_errors),
+            "judge_undefined": dict(self.undefined),
+            "answerability_accuracy": self.ans_correct / self.ans_n if self.ans_n else None,
+            "answerability_n": self.ans_n,
         }
+
+
+def answerability_correct(answerability: str, metrics: dict) -> bool | None:
+    """Whether the response handled the question's answerability right (module docstring);
+    ``None`` when the class is unknown or the judge it needs has no value."""
+    def first(name: str) -> float | None:
+        v = metrics.get(name)
+        return v[0] if isinstance(v, list) and v and v[0] is not None else None
+
+    if answerability == "UNDERSPECIFIED":
+        u = first("underspecified_eval")
+        return None if u is None else u == 1
+    idk = first("idk_eval")
+    if idk is None:
+        return None
+    if answerability in ("UNANSWERABLE", "CONVERSATIONAL"):
+        return idk == 1
+    if answerability in ("ANSWERABLE", "PARTIAL"):
+        return idk != 1
+    return None
 
 
 def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
@@ -156,11 +200,12 @@ def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000
         json.dump(summary, fh, indent=2)
     with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["model_id", "answerability", "count", "errors", *metrics])
+        w.writerow(["model_id", "answerability", "count", "errors", *metrics, "answerability_accuracy"])
         for model, accs in sorted(by_model.items()):
             for cls in [ALL] + sorted(k for k in accs if k != ALL):
                 d = accs[cls].to_dict(metrics)
-                w.writerow([model, cls, d["count"], d["errors"], *[_fmt(d["metrics"][m]) for m in metrics]])
+                w.writerow([model, cls, d["count"], d["errors"], *[_fmt(d["metrics"][m]) for m in metrics],
+                            _fmt(d["answerability_accuracy"])])
     return summary
 
 
@@ -175,16 +220,24 @@ SHORT = {
     "Extractiveness_RougeL": "Extract",
     "RB_agg_zero_denominator": "RB0",
     "idk_eval": "IDK",
+    "underspecified_eval": "UNDSP",
+    "RB_agg_idk_underspecified": "RB_agg_idk_un",
+    "RB_llm_idk_underspecified": "RB_llm_idk_un",
+    "RL_F_idk_underspecified": "RL_F_idk_un",
 }
 
 
 def format_table(summary: dict) -> str:
     """A fixed-width per-model table of means (what the CLI prints at the end)."""
     metrics = [m for m in summary["metrics"] if m != "RB_agg_zero_denominator"]
-    head = ["model_id", "n", "err"] + [SHORT.get(m, m) for m in metrics]
+    acc = any(d.get("answerability_n") for d in summary["models"].values())
+    head = ["model_id", "n", "err"] + [SHORT.get(m, m) for m in metrics] + (["AnsAcc"] if acc else [])
     rows = []
     for model, d in summary["models"].items():
         vals = [("-" if d["metrics"][m] is None else f"{d['metrics'][m]:.1f}" if m == "Length" else f"{d['metrics'][m]:.4f}") for m in metrics]
+        if acc:
+            a = d.get("answerability_accuracy")
+            vals.append("-" if a is None else f"{a:.4f}")
         rows.append([model, str(d["count"]), str(d["errors"]), *vals])
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [head] + rows]

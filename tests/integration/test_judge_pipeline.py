@@ -44,7 +44,7 @@ def test_judge_actor_generates_parses_and_caches(tmp_path):
     assert [r["metrics"] for r in again] == [r["metrics"] for r in first]
 
 
-def test_cli_runs_algorithmic_idk_radbench_and_conditioning(tmp_path):
+def test_cli_runs_all_five_mtrag_steps_and_hmean(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ragscale.run", "+scenario=mtrag", f"output_dir={out}", "limit=6",
            f"judge.cache_path={tmp_path / 'cache.sqlite'}"]
@@ -54,7 +54,21 @@ def test_cli_runs_algorithmic_idk_radbench_and_conditioning(tmp_path):
     assert len(recs) == 6
     for r in recs:
         m = r["metrics"]
-        assert {"RB_agg", "idk_eval", "RB_llm", "RB_agg_idk", "RB_llm_idk"} <= set(m)
+        assert {"RB_agg", "idk_eval", "RL_F", "RB_llm", "RB_agg_idk", "RB_llm_idk", "RL_F_idk", "HMean",
+                "HMean_idk"} <= set(m)
+        errs = r["ragscale"]["judge_errors"]
+        for metric, judge in (("idk_eval", "idk"), ("RL_F", "ragas_faithfulness"), ("RB_llm", "radbench")):
+            # a score, or null with the reason (parse failure with its raw text, or undefined)
+            assert m[metric] is not None or any(e["judge"] == judge and ("raw" in e or e.get("undefined")) for e in errs)
+        if not r["contexts"]:
+            assert m["RL_F"] is None and any(e.get("undefined") and "no passages" in e["reason"] for e in errs)
+        parts = [m[k] for k in ("RL_F", "RB_llm", "RB_agg")]
+        if all(parts):
+            vals = [p[0] for p in parts]
+            expected = 0.0 if 0 in vals else 3 / sum(1 / v for v in vals)
+            assert m["HMean"][0] == pytest.approx(expected)
+        else:
+            assert m["HMean"] is None
         ans = r["answerability"][0]
         if m["idk_eval"] is not None:
             idk = m["idk_eval"][0]
@@ -66,11 +80,44 @@ def test_cli_runs_algorithmic_idk_radbench_and_conditioning(tmp_path):
                 assert m["RB_agg_idk"] == m["RB_agg"]
     run = json.load(open(out / "run.json"))
     assert run["models"]["judge"]["engine"] == "llama.cpp"
-    assert run["models"]["judge"]["prompt_versions"] == {"idk": "mtrag-idk-v1", "radbench": "mtrag-radbench-v1"}
-    assert run["judge_work"]["prompts"] == 12
+    assert run["models"]["judge"]["prompt_versions"] == {
+        "idk": "mtrag-idk-v1", "ragas_faithfulness": "ragas-0.4.3-faithfulness-v1", "radbench": "mtrag-radbench-v1"}
+    work = run["judge_work"]
+    by = work["by_judge"]
+    assert by["idk"]["prompts"] == 6 and by["radbench"]["prompts"] == 6
+    with_passages = sum(1 for r in recs if r["contexts"])
+    assert with_passages <= by["ragas_faithfulness"]["prompts"] <= 2 * with_passages
+    assert work["prompts"] == sum(b["prompts"] for b in by.values())
+    assert work["generations"] + work.get("engine_errors", 0) >= work["prompts"] and work["prompt_tokens"] > 0
+    summary = json.load(open(out / "summary.json"))
+    assert "answerability_accuracy" in summary["overall"] and summary["overall"]["answerability_n"] > 0
     # the same run again in a new output_dir: every judge output comes from the cache
     res2 = subprocess.run(cmd[:4] + [f"output_dir={tmp_path / 'out2'}"] + cmd[5:], cwd=ROOT, capture_output=True,
                           text=True, timeout=900)
     assert res2.returncode == 0, res2.stderr[-3000:]
     run2 = json.load(open(tmp_path / "out2" / "run.json"))
-    assert run2["judge_work"].get("generations", 0) == 0 and run2["judge_work"]["cache_hits"] == 12
+    assert run2["judge_work"].get("generations", 0) == 0
+    assert run2["judge_work"]["cache_hits"] == work["generations"]
+    recs2 = [json.loads(line) for line in open(tmp_path / "out2" / "records.jsonl")]
+    assert sorted(json.dumps(r["metrics"], sort_keys=True) for r in recs2) == sorted(
+        json.dumps(r["metrics"], sort_keys=True) for r in recs)
+
+
+def test_judge_panel_median(tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=mtrag", "+judge_panel=local-pair", "steps=[radbench]",
+           f"output_dir={out}", "limit=3", f"judge.cache_path={tmp_path / 'cache.sqlite'}",
+           f"judge_panel.0.cache_path={tmp_path / 'a.sqlite'}", f"judge_panel.1.cache_path={tmp_path / 'b.sqlite'}"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    import statistics
+
+    for r in (json.loads(line) for line in open(out / "records.jsonl")):
+        m = r["metrics"]
+        each = [m[f"RB_llm@{t}"][0] for t in ("smollm2-a", "smollm2-b") if m.get(f"RB_llm@{t}")]
+        assert m["RB_llm"] == ([statistics.median(each)] if each else None)
+    run = json.load(open(out / "run.json"))
+    assert [p["name"] for p in run["models"]["judge_panel"]] == ["smollm2-a", "smollm2-b"]
+    assert run["judge_work"]["by_judge"]["radbench"]["prompts"] == 6  # 3 records x 2 panel judges
+    summary = json.load(open(out / "summary.json"))
+    assert {"RB_llm", "RB_llm@smollm2-a", "RB_llm@smollm2-b"} <= set(summary["metrics"])

@@ -88,3 +88,105 @@ def test_judge_cache_round_trip(tmp_path):
 )
 def test_idk_conditioning_table(answerability, idk_eval, value, expected):
     assert idk_conditioned(answerability, idk_eval, value) == expected
+
+
+@pytest.mark.parametrize(
+    "answerability, idk_eval, underspecified_eval, value, expected",
+    [
+        ("UNDERSPECIFIED", 0.0, 1.0, 0.3, 1.0),  # asks for clarification -> 1
+        ("UNDERSPECIFIED", 1.0, 0.0, 0.3, 0.0),  # anything else -> 0, IDK included
+        ("UNDERSPECIFIED", None, 0.0, 0.3, 0.0),  # the IDK judge is not needed here
+        ("UNDERSPECIFIED", 0.0, None, 0.3, None),  # underspecified judge failed -> unknown
+        ("UNANSWERABLE", 1.0, 0.0, 0.3, 1.0),  # otherwise MT-RAG's IDK table
+        ("CONVERSATIONAL", 0.5, 1.0, 0.3, 0.0),
+        ("ANSWERABLE", 1.0, 1.0, 0.3, 0.0),
+        ("ANSWERABLE", 0.0, 1.0, 0.3, 0.3),
+        ("PARTIAL", None, 1.0, 0.3, None),
+    ],
+)
+def test_idk_underspecified_conditioning_table(answerability, idk_eval, underspecified_eval, value, expected):
+    from ragscale.metrics.conditioning import idk_underspecified_conditioned
+
+    assert idk_underspecified_conditioned(answerability, idk_eval, underspecified_eval, value) == expected
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([0.5, 0.5, 0.5], 0.5),
+        ([1.0, 0.5, 0.25], 3 / (1 + 2 + 4)),
+        ([0.0, 0.9, 0.9], 0.0),  # one zero pulls the harmonic mean to 0
+        ([0.0, 0.0, 0.0], 0.0),
+        ([None, 0.5, 0.5], None),  # a missing component: unknown, not a partial mean
+        ([1.0, 1.0, 1.0], 1.0),
+    ],
+)
+def test_harmonic_mean(values, expected):
+    import statistics
+
+    from ragscale.metrics.conditioning import harmonic_mean
+
+    got = harmonic_mean(values)
+    assert got == (pytest.approx(expected) if expected is not None else None)
+    if expected is not None:
+        assert got == pytest.approx(statistics.harmonic_mean(values))
+    with pytest.raises(ValueError):
+        harmonic_mean([-0.1, 0.5, 0.5])
+
+
+def test_underspecified_prompt_renders_as_mtrag_jinja_template():
+    jinja2 = pytest.importorskip("jinja2")
+    from ragscale.judges import underspecified
+    from ragscale.judges.templates import load_template
+
+    response = "Which account do you mean: checking or savings?"
+    mtrag_template = load_template("mtrag_underspecified_v1") + "{{ response }}" + "\n\n    "
+    p = underspecified.render(response)
+    assert p.messages[0]["content"] == jinja2.Template(mtrag_template).render(response=response)
+    assert p.messages[0]["content"].lstrip().startswith("## Role")
+    assert p.schema["properties"]["decision"]["enum"] == ["yes", "no"]
+
+
+@pytest.mark.parametrize("raw, score", [('{"decision": "yes", "explanation": "asks"}', 1.0),
+                                        ('{"decision": "NO", "explanation": ""}', 0.0)])
+def test_underspecified_parse(raw, score):
+    from ragscale.judges import underspecified
+
+    assert underspecified.parse(raw) == score
+
+
+@pytest.mark.parametrize("raw", ['{"decision": "maybe"}', '{"explanation": "x"}', "yes", ""])
+def test_underspecified_parse_failures_are_not_scores(raw):
+    from ragscale.judges import underspecified
+
+    with pytest.raises(JudgeParseError):
+        underspecified.parse(raw)
+
+
+@pytest.mark.parametrize(
+    "answerability, metrics, expected",
+    [
+        ("UNANSWERABLE", {"idk_eval": [1.0]}, True),
+        ("UNANSWERABLE", {"idk_eval": [0.5]}, False),
+        ("CONVERSATIONAL", {"idk_eval": [0.0]}, False),
+        ("ANSWERABLE", {"idk_eval": [0.5]}, True),
+        ("PARTIAL", {"idk_eval": [1.0]}, False),
+        ("UNDERSPECIFIED", {"idk_eval": [1.0], "underspecified_eval": [1.0]}, True),
+        ("UNDERSPECIFIED", {"idk_eval": [1.0]}, None),
+        ("ANSWERABLE", {"idk_eval": None}, None),
+        ("UNKNOWN", {"idk_eval": [1.0]}, None),
+    ],
+)
+def test_answerability_accuracy_rule(answerability, metrics, expected):
+    from ragscale.report.summary import answerability_correct
+
+    assert answerability_correct(answerability, metrics) == expected
+
+
+def test_judge_registry_is_the_one_source():
+    from ragscale.judges import JUDGED, JUDGES
+    from ragscale.metrics.registry import METRICS
+
+    for name, spec in JUDGES.items():
+        assert METRICS[spec.metric].stage == "judge" and JUDGED[spec.metric] == name
+    assert {m for m, s in METRICS.items() if s.stage == "judge"} == set(JUDGED)

@@ -107,11 +107,13 @@ def test_resume_state_truncates_torn_line_and_guards_config(tmp_path):
     assert prepare(out, {"a": 2}, resume=True, overwrite=True) == set()
 
 
-def test_registry_did_you_mean_and_unbuilt_steps():
+def test_registry_did_you_mean_and_requirements():
     with pytest.raises(UserError, match="did you mean 'RougeL_stemFalse'"):
         resolve_metrics(["RougeL_stemfalse"], ["algorithmic"])
-    with pytest.raises(UserError, match="not available yet"):
-        validate_steps(["ragas"])
+    assert validate_steps(["ragas", "hmean"]) == ["ragas", "hmean"]
+    with pytest.raises(UserError, match=r"HMean.*needs RL_F \(step ragas\)"):
+        resolve_metrics(["HMean", "RB_llm", "RB_agg", "Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec"],
+                        ["algorithmic", "radbench", "hmean"])
     with pytest.raises(UserError, match="did you mean 'algorithmic'"):
         validate_steps(["algorithmc"])
     with pytest.raises(UserError, match="needs"):

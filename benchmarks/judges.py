@@ -1,0 +1,150 @@
+#!/usr/bin/env python
+"""Judge benchmark: ragscale's judge actor against MT-RAG's way, same engine, model and prompts.
+
+MT-RAG's scripts run one judge at a time over the records, one prompt at a time, in
+input order (``judge_wrapper``: a loop over formatted prompts; RAGAS with
+``max_workers=1``). ragscale's judge actor takes a batch of records, renders every
+judge's prompts, and hands each round to the engine in one call (llama.cpp: prefix-sorted
+with a RAM cache of prompt states; vLLM: one continuous batch; OpenAI-compatible:
+concurrent requests). Both sides use a fresh engine and no on-disk judge cache, and run
+the same judges (IDK, RAGAS faithfulness's two rounds, RADBench) on the same records.
+
+    .venv/bin/python benchmarks/judges.py [--records 12] [--judge local] [--out FILE.json]
+    .venv-vllm/bin/python benchmarks/judges.py --judge vllm-cpu       # scripts/setup_vllm.sh
+
+``--judge`` names a conf/judge/*.yaml; ``--set key=value`` overrides its fields (Hydra syntax,
+e.g. ``--set judge.options.base_url=http://127.0.0.1:8000/v1``). Output: JSON with both
+wall times, the speed-up, generated tokens, and how many parsed scores agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import emit  # noqa: E402
+
+JUDGE_NAMES = ["idk", "ragas_faithfulness", "radbench"]
+
+
+def load_rows(path: str, n: int) -> list[dict]:
+    from ragscale.io.inputs import resolve_inputs, scan
+    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+
+    files = resolve_inputs(path)
+    rows = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:n]), files=files, metrics=["Recall"])
+    return [r for r in rows.to_pylist() if not r["error"]]
+
+
+def mtrag_way(engine, rows: list[dict]) -> tuple[dict, dict]:
+    """One judge after another, one prompt at a time, in input order; greedy, no retries."""
+    from ragscale.judges import JUDGES
+    from ragscale.judges.base import JudgeParseError, Undefined
+
+    scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for name in JUDGE_NAMES:
+        for i, row in enumerate(rows):
+            run = JUDGES[name].start(json.loads(row["raw"]), row)
+            result = None
+            try:
+                prompt, parse = next(run)
+                while True:
+                    g = engine.generate([prompt])[0]
+                    tokens["generations"] += 1
+                    tokens["prompt_tokens"] += g.prompt_tokens
+                    tokens["completion_tokens"] += g.completion_tokens
+                    try:
+                        prompt, parse = run.send(parse(g.text))
+                    except JudgeParseError:
+                        run.close()
+                        break
+            except StopIteration as stop:
+                result = None if isinstance(stop.value, Undefined) else stop.value
+            scores[(i, name)] = result
+    return scores, tokens
+
+
+def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
+    """The judge actor (one pool member) over the records in pipeline-sized batches."""
+    import pyarrow as pa
+
+    from ragscale.judges import JUDGES
+    from ragscale.records import ROW_SCHEMA
+
+    scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for start in range(0, len(rows), batch_size):
+        out = actor(pa.Table.from_pylist(rows[start:start + batch_size], schema=ROW_SCHEMA)).to_pylist()
+        stats = json.loads(out[0]["stats"])
+        for k in tokens:
+            tokens[k] += stats.get(f"judge_{k}", 0)
+        for j, r in enumerate(out):
+            m = json.loads(r["metrics"])
+            for name in JUDGE_NAMES:
+                v = m.get(JUDGES[name].metric)
+                scores[(start + j, name)] = v[0] if v else None
+    return scores, tokens
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--input", default=os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
+    ap.add_argument("--records", type=int, default=12)
+    ap.add_argument("--judge", default="local", help="a conf/judge/*.yaml name")
+    ap.add_argument("--set", action="append", default=[], help="Hydra override, e.g. judge.model=/path")
+    ap.add_argument("--batch-size", type=int, default=32, help="records per judge-actor call (cluster.judge.batch_size)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    from omegaconf import OmegaConf
+
+    from actors.engines import build, resolve
+    from ragscale.run import compose
+
+    cfg = compose(["+scenario=mtrag", f"judge={args.judge}", *args.set])
+    kwargs = resolve(OmegaConf.to_container(cfg.judge, resolve=True), OmegaConf.to_container(cfg.cluster.judge, resolve=True))
+    rows = load_rows(args.input, args.records)
+
+    t0 = time.perf_counter()
+    engine = build(kwargs)
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    base_scores, base_tokens = mtrag_way(engine, rows)
+    base_s = time.perf_counter() - t0
+    del engine
+
+    from actors.judge import JudgeActor
+
+    actor = JudgeActor(kwargs, JUDGE_NAMES, cache_path=None, max_retries=0)  # no disk cache, no re-asks
+    t0 = time.perf_counter()
+    ours_scores, ours_tokens = ragscale_way(actor, rows, args.batch_size)
+    ours_s = time.perf_counter() - t0
+
+    agree = sum(1 for k in base_scores if base_scores[k] == ours_scores.get(k))
+    emit(
+        {
+            "benchmark": "judges",
+            "engine": kwargs["engine"],
+            "model": cfg.judge.model,
+            "records": len(rows),
+            "judges": JUDGE_NAMES,
+            "engine_load_s": round(load_s, 2),
+            "mtrag_sequential": {"wall_s": round(base_s, 2), **base_tokens,
+                                 "completion_tok_per_s": round(base_tokens["completion_tokens"] / base_s, 1)},
+            "ragscale_judge_actor": {"wall_s": round(ours_s, 2), **ours_tokens,
+                                     "completion_tok_per_s": round(ours_tokens["completion_tokens"] / max(ours_s, 1e-9), 1)},
+            "speedup": round(base_s / max(ours_s, 1e-9), 2),
+            "scores_compared": len(base_scores),
+            "scores_equal": agree,
+        },
+        args.out,
+    )
+
+
+if __name__ == "__main__":
+    main()
