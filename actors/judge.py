@@ -76,6 +76,9 @@ class JudgeActor:
                 stats.add(prompts[i].judge, "cache_hits")
         if todo:
             gens = self.engine.generate([prompts[i] for i in todo], **sampling)
+            for k, v in (getattr(self.engine, "last_stats", None) or {}).items():  # e.g. HTTP retries
+                if isinstance(v, (int, float)) and v:
+                    stats.d[f"judge_http_{k}"] = stats.d.get(f"judge_http_{k}", 0) + v
             fresh = []
             for i, g in zip(todo, gens):
                 j = prompts[i].judge

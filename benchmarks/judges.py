@@ -42,13 +42,13 @@ def load_rows(path: str, n: int) -> list[dict]:
     return [r for r in rows.to_pylist() if not r["error"]]
 
 
-def mtrag_way(engine, rows: list[dict]) -> tuple[dict, dict]:
+def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
     """One judge after another, one prompt at a time, in input order; greedy, no retries."""
     from ragscale.judges import JUDGES
     from ragscale.judges.base import JudgeParseError, Undefined
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for name in JUDGE_NAMES:
+    for name in judges:
         for i, row in enumerate(rows):
             run = JUDGES[name].start(json.loads(row["raw"]), row)
             result = None
@@ -85,7 +85,7 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
             tokens[k] += stats.get(f"judge_{k}", 0)
         for j, r in enumerate(out):
             m = json.loads(r["metrics"])
-            for name in JUDGE_NAMES:
+            for name in actor.judge_names:
                 v = m.get(JUDGES[name].metric)
                 scores[(start + j, name)] = v[0] if v else None
     return scores, tokens
@@ -97,6 +97,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=12)
     ap.add_argument("--judge", default="local", help="a conf/judge/*.yaml name")
     ap.add_argument("--set", action="append", default=[], help="Hydra override, e.g. judge.model=/path")
+    ap.add_argument("--judges", nargs="+", default=JUDGE_NAMES, choices=JUDGE_NAMES)
     ap.add_argument("--batch-size", type=int, default=32, help="records per judge-actor call (cluster.judge.batch_size)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -114,13 +115,14 @@ def main() -> None:
     engine = build(kwargs)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    base_scores, base_tokens = mtrag_way(engine, rows)
+    base_scores, base_tokens = mtrag_way(engine, rows, args.judges)
     base_s = time.perf_counter() - t0
     del engine
 
     from actors.judge import JudgeActor
 
-    actor = JudgeActor(kwargs, JUDGE_NAMES, cache_path=None, max_retries=0)  # no disk cache, no re-asks
+    actor = JudgeActor(kwargs, args.judges, cache_path=None, max_retries=0)  # no disk cache, no re-asks
+    actor.judge_names = args.judges
     t0 = time.perf_counter()
     ours_scores, ours_tokens = ragscale_way(actor, rows, args.batch_size)
     ours_s = time.perf_counter() - t0
@@ -132,7 +134,7 @@ def main() -> None:
             "engine": kwargs["engine"],
             "model": cfg.judge.model,
             "records": len(rows),
-            "judges": JUDGE_NAMES,
+            "judges": args.judges,
             "engine_load_s": round(load_s, 2),
             "mtrag_sequential": {"wall_s": round(base_s, 2), **base_tokens,
                                  "completion_tok_per_s": round(base_tokens["completion_tokens"] / base_s, 1)},

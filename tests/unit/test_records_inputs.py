@@ -135,3 +135,13 @@ def test_metric_modules_import_neither_torch_nor_ray():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_secrets_on_the_command_line_are_refused_before_hydra_writes_them():
+    from ragscale.run import _precheck_overrides
+
+    for arg in ["+judge.options.api_key=sk-planted", "judge.options.token=abc", "+x.password=p"]:
+        with pytest.raises(UserError, match="environment variables only") as e:
+            _precheck_overrides(["+scenario=mtrag", arg])
+        assert "sk-planted" not in str(e.value)
+    _precheck_overrides(["+scenario=mtrag", "judge=openai", "judge.options.api_key_env=MY_KEY"])  # a name, fine

