@@ -52,9 +52,13 @@ def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, 
 
 
 def load_json_object(judge: str, raw: str) -> dict:
-    """Parse a constrained-decoding output (a JSON object), or raise JudgeParseError."""
+    """Parse a constrained-decoding output (a JSON object), or raise JudgeParseError.
+
+    Raw control characters inside strings are accepted (``strict=False``): llama.cpp's JSON
+    grammar lets a small model put a literal newline in an explanation, which says nothing
+    about the score that follows it."""
     try:
-        obj = json.loads(raw)
+        obj = json.loads(raw, strict=False)
     except (TypeError, ValueError):
         raise JudgeParseError(judge, raw, "output is not JSON") from None
     if not isinstance(obj, dict):

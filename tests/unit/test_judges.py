@@ -190,3 +190,29 @@ def test_judge_registry_is_the_one_source():
     for name, spec in JUDGES.items():
         assert METRICS[spec.metric].stage == "judge" and JUDGED[spec.metric] == name
     assert {m for m, s in METRICS.items() if s.stage == "judge"} == set(JUDGED)
+
+
+def test_real_outputs_of_the_packaged_model_parse():
+    """Outputs SmolLM2 really produced under the judges' constraints (tests/unit/data), including
+    one with a raw newline inside the explanation string (strict JSON would reject it)."""
+    import os
+
+    from ragscale.judges import faithfulness, underspecified
+
+    data = json.load(open(os.path.join(os.path.dirname(__file__), "data", "smollm2_judge_outputs.json")))["outputs"]
+    parsers = {"idk": idk.parse, "radbench": radbench.parse, "underspecified": underspecified.parse,
+               "statements": faithfulness.parse_statements, "verdicts": faithfulness.parse_verdicts,
+               "radbench_raw_newline": radbench.parse}
+    for kind, outputs in data.items():
+        assert outputs
+        for raw in outputs:
+            value = parsers[kind](raw)
+            if kind in ("idk", "radbench", "underspecified", "radbench_raw_newline"):
+                assert 0.0 <= value <= 1.0
+            elif kind == "verdicts":
+                assert all(v in (0, 1) for v in value)
+    # and the other judges' outputs are not mistaken for one's own
+    with pytest.raises(JudgeParseError):
+        idk.parse(data["radbench"][0])
+    with pytest.raises(JudgeParseError):
+        underspecified.parse(data["idk"][0])
