@@ -134,7 +134,7 @@ def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
     "args, needle",
     [
         (["input=/no/such/file.jsonl"], "input file not found"),
-        (["steps=[ragas]"], "not available yet"),
+        (["steps=[algorithmic,hmean]"], "needs RL_F (step ragas)"),
         (["steps=[algorithmic,idk_condition]"], "needs idk_eval (step idk)"),
         (["judge.model=/no/such/model.gguf"], "judge model file not found"),
         (["steps=[algoritmic]"], "did you mean 'algorithmic'"),
