@@ -85,7 +85,7 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
             tokens[k] += stats.get(f"judge_{k}", 0)
         for j, r in enumerate(out):
             m = json.loads(r["metrics"])
-            for name in actor.judge_names:
+            for name in (spec.name for spec in actor.judges):
                 v = m.get(JUDGES[name].metric)
                 scores[(start + j, name)] = v[0] if v else None
     return scores, tokens
@@ -122,7 +122,6 @@ def main() -> None:
     from actors.judge import JudgeActor
 
     actor = JudgeActor(kwargs, args.judges, cache_path=None, max_retries=0)  # no disk cache, no re-asks
-    actor.judge_names = args.judges
     t0 = time.perf_counter()
     ours_scores, ours_tokens = ragscale_way(actor, rows, args.batch_size)
     ours_s = time.perf_counter() - t0
