@@ -99,6 +99,29 @@ def extract_fields(obj: Any) -> dict:
     }
 
 
+def query_of(obj: dict) -> str:
+    """The question a record answers: open-rag-eval's ``query``, else the last user turn of
+    MT-RAG's ``input`` conversation, else ``""``."""
+    if isinstance(obj.get("query"), str):
+        return obj["query"]
+    turns = obj.get("input")
+    if isinstance(turns, list):
+        for t in reversed(turns):
+            if isinstance(t, dict) and t.get("speaker") == "user" and isinstance(t.get("text"), str):
+                return t["text"]
+    return ""
+
+
+def passage_ids_of(obj: dict, n: int) -> list[str]:
+    """Ids of a record's ``n`` passages, in order: open-rag-eval's ``passage_id`` values
+    (``"[1]"``, ...) for normalized CSV records; for MT-RAG ``contexts`` the bracketed
+    1-based rank (``"[1]"``, ``"[2]"``, ...), which is what bracket citations refer to."""
+    passages = obj.get("passages")
+    if isinstance(passages, list) and len(passages) == n and all(isinstance(p, dict) for p in passages):
+        return [str(p.get("id")) for p in passages]
+    return [f"[{i + 1}]" for i in range(n)]
+
+
 def error_json(stage: str, message: str) -> str:
     return json.dumps({"stage": stage, "message": message})
 

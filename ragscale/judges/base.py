@@ -84,3 +84,52 @@ JudgeRun = Generator[Step, Any, Union[float, Undefined]]
 def single(prompt: JudgePrompt, parse: Callable[[str], float]) -> JudgeRun:
     """A one-prompt judge: ask, parse, return the score."""
     return (yield prompt, parse)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """One prompt of a fan-out round (a yielded list of steps) that gave no usable output
+    after the actor's re-asks: its reason and raw text. The judge decides what it means
+    (e.g. one passage without a UMBRELA grade); the actor also lists it in judge_errors."""
+
+    reason: str
+    raw: str = ""
+
+
+@dataclass
+class JudgeResult:
+    """What a judge that fills several metrics returns: ``metrics`` (metric name -> value
+    as written to the record, ``None`` for undefined) and optional JSON-able ``details``
+    (rationales, per-item labels) kept in the record under ``ragscale.details[<judge>]``."""
+
+    metrics: dict[str, Any]
+    details: Any = None
+
+
+# A judge may also yield a *list* of steps (a fan-out round, e.g. one UMBRELA prompt per
+# passage); it then receives a list with, per step, the parsed value or a ``Failed``. An
+# empty list is answered with an empty list at once.
+FanOut = list[Step]
+
+
+def drive(run: JudgeRun, respond: Callable[[JudgePrompt], str]) -> Any:
+    """Run a judge generator to completion with ``respond`` as the engine (no re-asks): for
+    unit tests of judges and for one-off scripts. A parse failure of a single step raises
+    JudgeParseError; in a fan-out round it is delivered as ``Failed``."""
+    try:
+        step = next(run)
+        while True:
+            if isinstance(step, list):
+                answers: list[Any] = []
+                for prompt, parse in step:
+                    raw = respond(prompt)
+                    try:
+                        answers.append(parse(raw))
+                    except JudgeParseError as e:
+                        answers.append(Failed(e.reason, raw))
+                step = run.send(answers)
+            else:
+                prompt, parse = step
+                step = run.send(parse(respond(prompt)))
+    except StopIteration as stop:
+        return stop.value
