@@ -171,3 +171,30 @@ class EncoderActor:
         deltas = {f"encoder_{k}": v - before[k] for k, v in self.encoder.stats.items()}
         add_stats(rows, time_encoder_s=time.perf_counter() - t0, **deltas)
         return to_table(rows)
+
+
+class PairwiseActor:
+    """Ray Data actor for consistency across runs: BERTScore F1 between every pair of a
+    query's answers (open-rag-eval's BERTScoreSimilarityMetric, averaged over both
+    directions, which for F1 is the same number). Rows: ``{"i": int, "answers": [str]}``;
+    adds ``bert_score_f1`` (one value per pair, ``itertools.combinations`` order)."""
+
+    def __init__(self, encoder: Mapping[str, Any], baseline: Mapping[str, float] | None = None):
+        self.encoder = Encoder(**encoder)
+        self.f_baseline = (baseline or {}).get("F")
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        from ragscale.metrics.bertscore import greedy_precision_recall, rescale
+        from ragscale.metrics.consistency import pairs
+
+        rows = batch.to_pylist()
+        emb = self.encoder.embed(sorted({a for r in rows for a in r["answers"]}))
+        out = []
+        for r in rows:
+            scores = []
+            for i, j in pairs(len(r["answers"])):
+                p, rec = greedy_precision_recall(emb[r["answers"][i]], emb[r["answers"][j]])
+                f = 2 * p * rec / (p + rec) if p + rec else 0.0
+                scores.append(rescale(f, self.f_baseline) if self.f_baseline is not None else f)
+            out.append({"i": r["i"], "bert_score_f1": scores})
+        return pa.Table.from_pylist(out, schema=pa.schema([("i", pa.int64()), ("bert_score_f1", pa.list_(pa.float64()))]))

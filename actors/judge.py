@@ -16,8 +16,8 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 
 from actors.engines import build
-from ragscale.judges import JUDGES
-from ragscale.judges.base import JudgeParseError, JudgePrompt, Undefined, cache_key
+from ragscale.judges import JUDGES, JudgeSpec, judge_phases
+from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
 from ragscale.pipeline.stages import add_stats, apply_per_record, to_table
 
 _COUNTERS = ("prompts", "cache_hits", "generations", "retries", "parse_failures", "engine_errors",
@@ -55,6 +55,7 @@ class JudgeActor:
         self.engine_name = self.engine.name
         self.model_name = self.engine.model
         self.judges = [JUDGES[j] for j in judges]
+        self.phases = judge_phases(self.judges)
         self.max_retries = int(max_retries)
         self.tag = tag
         self.cache = None
@@ -124,46 +125,92 @@ class JudgeActor:
         return [results[i] for i in range(len(steps))]
 
     def _judge(self, rows: list[dict], stats: _Stats) -> None:
-        runs = {}  # (row index, judge name) -> generator
-        current = {}  # key -> its pending (prompt, parse) step
-        final: dict[tuple[int, str], tuple[float | None, dict | None]] = {}
+        """Run the judges phase by phase: a judge that needs another's metrics (``after``,
+        e.g. nuggets after UMBRELA) starts once that judge's results are in the rows."""
+        for phase in self.phases:
+            self._judge_phase(rows, phase, stats)
+
+    def _judge_phase(self, rows: list[dict], specs: Sequence[JudgeSpec], stats: _Stats) -> None:
+        runs: dict[tuple[int, str], Any] = {}  # (row index, judge name) -> generator
+        current: dict[tuple[int, str], Any] = {}  # key -> its pending step, or fan-out list of steps
+        final: dict[tuple[int, str], tuple[Any, dict | None]] = {}
+        item_errors: dict[tuple[int, str], list[dict]] = {}
         for r, row in enumerate(rows):
             obj = json.loads(row["raw"])
-            for spec in self.judges:
+            for spec in specs:
                 key = (r, spec.name)
                 runs[key] = spec.start(obj, row)
                 self._advance(key, runs, current, final, None, first=True)
         while current:
-            keys = list(current)
-            answers = self._ask([current[k] for k in keys], stats)
-            current = {}
-            for key, (ok, value, raw) in zip(keys, answers):
-                if ok:
-                    self._advance(key, runs, current, final, value)
+            flat: list[tuple[tuple[int, str], int | None]] = []  # (key, item index in a fan-out | None)
+            steps = []
+            for key, step in current.items():
+                if isinstance(step, list):
+                    for i, s in enumerate(step):
+                        flat.append((key, i))
+                        steps.append(s)
                 else:
-                    runs[key].close()
-                    final[key] = (None, {"judge": key[1], "reason": value, "raw": raw})
-        for (r, name), (score, err) in final.items():
-            row = rows[r]
-            metric = JUDGES[name].metric + (f"@{self.tag}" if self.tag else "")
-            m = json.loads(row["metrics"])
-            m[metric] = None if score is None else [score]
-            row["metrics"] = json.dumps(m)
-            if err:
-                errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
-                errs.append({**err, **({"tag": self.tag} if self.tag else {})})
-                row["judge_errors"] = json.dumps(errs)
+                    flat.append((key, None))
+                    steps.append(step)
+            answers = self._ask(steps, stats)
+            fan: dict[tuple[int, str], list[Any]] = {k: [None] * len(v) for k, v in current.items() if isinstance(v, list)}
+            failed: set[tuple[int, str]] = set()
+            for (key, i), (ok, value, raw) in zip(flat, answers):
+                if i is None:
+                    if not ok:
+                        runs[key].close()
+                        final[key] = (None, {"judge": key[1], "reason": value, "raw": raw})
+                        failed.add(key)
+                elif ok:
+                    fan[key][i] = value
+                else:
+                    fan[key][i] = Failed(value, raw)
+                    item_errors.setdefault(key, []).append({"judge": key[1], "item": i, "reason": value, "raw": raw})
+            current = {}
+            for (key, i), (ok, value, _) in zip(flat, answers):
+                if i is None and key not in failed:
+                    self._advance(key, runs, current, final, value)
+            for key, values in fan.items():
+                self._advance(key, runs, current, final, values)
+        for (r, name), (result, err) in final.items():
+            self._write(rows[r], JUDGES[name], result, [*item_errors.get((r, name), []), *([err] if err else [])])
+
+    def _write(self, row: dict, spec: JudgeSpec, result: Any, errors: list[dict]) -> None:
+        """Write a judge's outcome into the row: its metrics (``@tag`` for panels), details, errors."""
+        suffix = f"@{self.tag}" if self.tag else ""
+        m = json.loads(row["metrics"])
+        if isinstance(result, JudgeResult):
+            for name, value in result.metrics.items():
+                m[name + suffix] = value
+            if result.details is not None:
+                details = json.loads(row["details"]) if row.get("details") else {}
+                details[spec.name + suffix] = result.details
+                row["details"] = json.dumps(details)
+        else:
+            for name in spec.metrics:
+                m[name + suffix] = None
+            if result is not None:  # a plain score: MT-RAG's one-element list
+                m[spec.metric + suffix] = [float(result)]
+        row["metrics"] = json.dumps(m)
+        if errors:
+            errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
+            errs.extend({**e, **({"tag": self.tag} if self.tag else {})} for e in errors)
+            row["judge_errors"] = json.dumps(errs)
 
     @staticmethod
     def _advance(key, runs, current, final, value, first: bool = False) -> None:  # noqa: ANN001
+        """Send ``value`` to the judge run and store its next step, or its result when done
+        (empty fan-out rounds are answered at once)."""
         try:
             step = next(runs[key]) if first else runs[key].send(value)
+            while isinstance(step, list) and not step:
+                step = runs[key].send([])
         except StopIteration as stop:
             result = stop.value
             if isinstance(result, Undefined):
                 final[key] = (None, {"judge": key[1], "reason": result.reason, "undefined": True})
             else:
-                final[key] = (float(result), None)
+                final[key] = (result, None)
             return
         current[key] = step
 

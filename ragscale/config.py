@@ -49,6 +49,7 @@ class ClusterConf:
     lexical_num_cpus: float = 1.0
     encoder: PoolConf = field(default_factory=PoolConf)
     judge: PoolConf = field(default_factory=lambda: PoolConf(batch_size=32))
+    nli: PoolConf = field(default_factory=lambda: PoolConf(batch_size=16))
 
 
 @dataclass
@@ -61,6 +62,36 @@ class MetricsConf:
     radbench: List[str] = field(default_factory=list)
     idk_condition: List[str] = field(default_factory=list)
     hmean: List[str] = field(default_factory=list)
+    # TREC RAG families (open-rag-eval)
+    retrieval: List[str] = field(default_factory=list)
+    nuggets: List[str] = field(default_factory=list)
+    citation: List[str] = field(default_factory=list)
+    hallucination: List[str] = field(default_factory=list)
+    no_answer: List[str] = field(default_factory=list)
+    consistency: List[str] = field(default_factory=list)
+
+
+@dataclass
+class HallucinationConf:
+    """HHEM-2.1-open (open-rag-eval's hallucination metric). ``model``: a local folder or a
+    model id looked up in the local Hugging Face cache (never downloaded); ``tokenizer``
+    likewise (HHEM uses flan-t5-base's). When the weights are absent the run says so before
+    it starts and ``hhem`` is null with that reason; ``judge_fallback: true`` adds the
+    judge-based ``factual_consistency_judge`` instead, under its own name."""
+
+    model: str = "vectara/hallucination_evaluation_model"
+    tokenizer: Optional[str] = None
+    max_chars: int = 8192  # open-rag-eval's cut of the premise (characters)
+    max_length: Optional[int] = None  # tokens; None feeds whole inputs as HHEM's predict() does
+    judge_fallback: bool = False
+
+
+@dataclass
+class TrecConf:
+    """open-rag-eval TRECEvaluator options."""
+
+    k_values: List[int] = field(default_factory=lambda: [1, 3, 5])
+    export_csv: bool = True  # also write open-rag-eval's results CSV per model
 
 
 @dataclass
@@ -79,6 +110,9 @@ class RagscaleConf:
     judge_panel: List[JudgeConf] = field(default_factory=list)
     panel_metrics: List[str] = field(default_factory=lambda: ["RB_llm"])
     cluster: ClusterConf = field(default_factory=ClusterConf)
+    trec: TrecConf = field(default_factory=TrecConf)
+    hallucination: HallucinationConf = field(default_factory=HallucinationConf)
+    html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run
     progress_interval_s: float = 5.0

@@ -33,6 +33,7 @@ ROW_SCHEMA = pa.schema(
         ("error", pa.string()),
         ("judge_errors", pa.string()),  # JSON list of {judge, reason, raw} (parse failures)
         ("stats", pa.string()),  # JSON counters/seconds of a batch, on one row
+        ("details", pa.string()),  # JSON {judge: details} (rationales, per-item labels)
     ]
 )
 
@@ -73,19 +74,32 @@ def answerability_of(obj: dict) -> str | None:
     return None
 
 
-def extract_fields(obj: Any) -> dict:
-    """Validate an MT-RAG generation record and extract prediction, target and passage texts.
+ORAG_FORMAT = "open-rag-eval-csv"  # the ``format`` of records normalized from open-rag-eval's CSV
+
+
+def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
+    """Validate a record and extract prediction, target and passage texts.
+
+    MT-RAG generation records: ``predictions[0].text``, ``targets`` (required when
+    ``need_targets``), ``contexts``. open-rag-eval CSV records (normalized by
+    ragscale.io.orag_csv): ``generated_answer`` and ``passages``; a row group that
+    open-rag-eval skips (no answer, ``NO_ANSWER``, ``API_ERROR``) is kept with an empty
+    prediction and a warning, so its judged metrics are null with that reason.
 
     Raises RecordError(stage="input") with a precise message for a bad record.
     """
     if not isinstance(obj, dict):
         raise RecordError("input", f"record must be a JSON object, got {type(obj).__name__}")
+    if obj.get("format") == ORAG_FORMAT:
+        return _orag_fields(obj)
     preds = obj.get("predictions")
     if not isinstance(preds, list) or not preds:
         raise RecordError("input", "record has no 'predictions' (a non-empty list of {'text': ...})")
     targets = obj.get("targets")
-    if not isinstance(targets, list) or not targets:
+    if need_targets and (not isinstance(targets, list) or not targets):
         raise RecordError("input", "record has no 'targets' (a non-empty list of {'text': ...})")
+    if not isinstance(targets, list):
+        targets = []
     contexts = obj.get("contexts")
     if contexts is None:
         contexts = []
@@ -97,6 +111,27 @@ def extract_fields(obj: Any) -> dict:
         "passages": [_text(c, f"contexts[{i}].text") for i, c in enumerate(contexts)],
         "answerability": answerability_of(obj),
     }
+
+
+def _orag_fields(obj: dict) -> dict:
+    if obj.get("input_error"):
+        raise RecordError("input", str(obj["input_error"]))
+    passages = obj.get("passages") or []
+    out = {
+        "prediction": "",
+        "targets": [],
+        "passages": [_text(p.get("text") if isinstance(p, dict) else p, f"passages[{i}].text")
+                     for i, p in enumerate(passages)],
+        "answerability": None,
+        "warnings": list(obj.get("warnings") or []),
+    }
+    status = obj.get("answer_status") or "ok"
+    if status == "ok" and isinstance(obj.get("generated_answer"), str) and obj["generated_answer"].strip():
+        out["prediction"] = obj["generated_answer"]
+    else:
+        out["warnings"].append(f"no generated answer ({status}): open-rag-eval skips this query run; "
+                               "ragscale keeps it and its answer metrics are null")
+    return out
 
 
 def query_of(obj: dict) -> str:
@@ -149,5 +184,6 @@ def output_record(row: dict) -> dict:
         "source_line": row["source_line"],
         "warnings": list(row.get("warnings") or []),
         "judge_errors": json.loads(row["judge_errors"]) if row.get("judge_errors") else [],
+        "details": json.loads(row["details"]) if row.get("details") else {},
     }
     return obj

@@ -58,12 +58,14 @@ class Setup:
     judge_kwargs: dict = field(default_factory=dict)  # actors.judge.JudgeActor arguments
     panel_confs: list = field(default_factory=list)
     panel_kwargs: list = field(default_factory=list)  # one JudgeActor's arguments per panel member
+    nli_kwargs: dict = field(default_factory=dict)  # actors.nli.NLIActor arguments (HHEM found)
+    nli_unavailable: str | None = None  # why hhem will be null
 
     def panel_columns(self) -> list[str]:
         """The per-panel-judge metrics (``<metric>@<judge name>``) reported next to their median."""
         from ragscale.judges import JUDGES
 
-        return [f"{JUDGES[j].metric}@{k['tag']}" for k in self.panel_kwargs for j in k["judges"]]
+        return [f"{m}@{k['tag']}" for k in self.panel_kwargs for j in k["judges"] for m in JUDGES[j].metrics]
 
     def fingerprint(self, scenario: str) -> dict:
         """What must not change between a run and its resumption in the same output_dir."""
@@ -97,13 +99,16 @@ def validate(cfg: Any) -> Setup:
     from omegaconf import OmegaConf
 
     from ragscale.io.inputs import resolve_inputs
-    from ragscale.metrics.registry import resolve_metrics, stages_for, validate_steps
+    from ragscale.metrics.registry import expand_k, resolve_metrics, stages_for, validate_steps
 
     if not cfg.scenario_name:
-        raise UserError("no scenario selected: add +scenario=mtrag")
+        raise UserError("no scenario selected: add +scenario=mtrag (or trec)")
     steps = validate_steps(list(cfg.steps))
-    metrics = resolve_metrics([m for step in steps for m in cfg.metrics[step]], steps)
-    if not metrics:
+    names = expand_k([m for step in steps for m in cfg.metrics[step]], list(cfg.trec.k_values))
+    if "hallucination" in steps and cfg.hallucination.judge_fallback and "factual_consistency_judge" not in names:
+        names.append("factual_consistency_judge")
+    metrics = resolve_metrics(names, steps)
+    if not metrics and "consistency" not in steps:
         raise UserError("no metrics enabled for the chosen steps")
     if cfg.limit is not None and cfg.limit < 0:
         raise UserError(f"limit must be >= 0, got {cfg.limit}")
@@ -122,7 +127,7 @@ def validate(cfg: Any) -> Setup:
         encoder_conf=OmegaConf.to_container(cfg.encoder, resolve=True),
         judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
     )
-    if "encoder" in setup.stages:
+    if "encoder" in setup.stages or "consistency" in steps:
         from ragscale.models import resolve_model_path
 
         enc, pool = setup.encoder_conf, cfg.cluster.encoder
@@ -138,19 +143,34 @@ def validate(cfg: Any) -> Setup:
             setup.baseline = enc["baseline"]
             if not setup.baseline or not {"P", "R"} <= set(setup.baseline):
                 raise UserError(f"encoder {enc['name']}: rescale_with_baseline needs baseline P and R values")
+    if "nli" in setup.stages:
+        from ragscale.metrics.hhem import hhem_unavailable
+
+        h, pool = cfg.hallucination, cfg.cluster.nli
+        reason = hhem_unavailable(h.model, h.tokenizer)
+        if reason:
+            setup.nli_unavailable = f"HHEM unavailable: {reason}"
+        else:
+            setup.nli_kwargs = {"hhem": {
+                "model": h.model, "tokenizer": h.tokenizer, "max_length": h.max_length, "max_chars": h.max_chars,
+                "torch_threads": pool.torch_threads or (os.cpu_count() if not cfg.cluster.address else None),
+            }}
     if "judge" in setup.stages:
         from actors.engines import resolve as resolve_engine
         from ragscale.judges import JUDGED
 
         pool = OmegaConf.to_container(cfg.cluster.judge, resolve=True)
-        judged = [JUDGED[m] for m in metrics if m in JUDGED]
+        judged = list(dict.fromkeys(JUDGED[m] for m in metrics if m in JUDGED))
         panel = OmegaConf.to_container(cfg.judge_panel, resolve=True) or []
         on_panel: list[str] = []
         if panel:
+            from ragscale.judges import JUDGES
+
+            single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,)]
             for m in cfg.panel_metrics:
-                if m not in JUDGED:
-                    raise UserError(f"panel_metrics: {m!r} is not a judged metric ({', '.join(JUDGED)})")
-            on_panel = [JUDGED[m] for m in cfg.panel_metrics if m in metrics]
+                if m not in single:
+                    raise UserError(f"panel_metrics: {m!r} is not a single-score judged metric ({', '.join(single)})")
+            on_panel = list(dict.fromkeys(JUDGED[m] for m in cfg.panel_metrics if m in metrics))
             names = [c["name"] for c in panel]
             if len(set(names)) != len(names):
                 raise UserError(f"judge_panel: judge names must be unique, got {names}")
@@ -191,6 +211,8 @@ def _run_stages(cfg: Any, setup: Setup, todo: list, writer: Any, printer: Callab
                 baseline=setup.baseline,
                 judge=setup.judge_kwargs,
                 panel=setup.panel_kwargs,
+                nli=setup.nli_kwargs,
+                nli_unavailable=setup.nli_unavailable,
                 cluster=OmegaConf.to_container(cfg.cluster, resolve=True),
                 ray_progress_bars=cfg.ray_progress_bars,
             )
@@ -222,7 +244,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
     """Run one evaluation from a composed config; returns the process exit code."""
     from omegaconf import OmegaConf
 
-    from ragscale.io.inputs import order_for_sweep, scan
+    from ragscale.io.inputs import materialize_csv, order_for_sweep, scan
     from ragscale.io.output import RecordWriter, prepare
     from ragscale.report.summary import finalize, format_table
 
@@ -233,6 +255,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
     done = prepare(out_dir, setup.fingerprint(cfg.scenario_name), resume=cfg.resume, overwrite=cfg.overwrite)
 
     t0 = time.time()
+    files = setup.files = materialize_csv(files, out_dir)
     # Every model's answer to a task side by side (across files of a sweep, or inside one
     # file holding several models): shared texts are encoded once and judge prompts share
     # their prefix. `limit` then keeps whole tasks.
@@ -247,13 +270,29 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
         f"records={len(pointers)} already_done={len(pointers) - len(todo)} output_dir={out_dir}"
     )
 
+    if setup.nli_unavailable:
+        printer(f"[ragscale] warning: {setup.nli_unavailable}. hhem will be null for every record; set "
+                "hallucination.model=/path/to/hallucination_evaluation_model, or hallucination.judge_fallback=true "
+                "for a judge-based factual_consistency_judge (a different metric)")
     writer = RecordWriter(out_dir, done)
     t1 = time.time()
     failure, ray_info, stats = _run_stages(cfg, setup, todo, writer, printer)
     pipeline_s = time.time() - t1
 
+    consistency, consistency_s = None, 0.0
+    if "consistency" in setup.steps and not failure:
+        t3 = time.time()
+        try:
+            from ragscale.pipeline.consistency import run_consistency
+
+            consistency = run_consistency(out_dir, setup.metrics, setup.encoder_kwargs, setup.baseline,
+                                          OmegaConf.to_container(cfg.cluster, resolve=True))
+        except Exception as e:  # noqa: BLE001 - the records are kept; the run is marked failed
+            failure = f"consistency: {type(e).__name__}: {e}"
+        consistency_s = time.time() - t3
+
     t2 = time.time()
-    summary = finalize(out_dir, setup.metrics + setup.panel_columns())
+    summary = finalize(out_dir, setup.metrics + setup.panel_columns(), consistency=consistency)
     finalize_s = time.time() - t2
     missing = len(expected - writer.seen)
     enc = setup.encoder_conf
@@ -289,6 +328,10 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
             }
             if "judge" in setup.stages
             else None,
+            "hallucination": ({"model": cfg.hallucination.model, "tokenizer": cfg.hallucination.tokenizer,
+                               "found": not setup.nli_unavailable, "unavailable": setup.nli_unavailable,
+                               "max_chars": cfg.hallucination.max_chars}
+                              if "nli" in setup.stages else None),
             "judge_panel": [
                 {"name": c["name"], "engine": c["engine"], "model": c["model"], "judges": k["judges"],
                  "engine_options": _redact(k["engine"]), "reduction": "median"}
@@ -300,12 +343,14 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
         "timings_s": {
             "scan": round(scan_s, 3),
             "pipeline_wall": round(pipeline_s, 3),
+            "consistency": round(consistency_s, 3),
             "finalize": round(finalize_s, 3),
             "total": round(time.time() - t_start, 3),
             "stage_compute": {k[5:]: round(v, 3) for k, v in stats.items() if k.startswith("time_")},
         },
         "encoder_work": {k[8:]: v for k, v in stats.items() if k.startswith("encoder_")} or None,
         "judge_work": _judge_work(stats),
+        "nli_work": {k[4:]: v for k, v in stats.items() if k.startswith("nli_")} or None,
         "records": {
             "in": len(pointers),
             "resumed": len(pointers) - len(todo),
@@ -316,6 +361,9 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
             "duplicates_dropped": writer.duplicates,
         },
     }
+    with open(os.path.join(out_dir, "run.json"), "w") as fh:
+        json.dump(run_info, fh, indent=2, default=str)
+    run_info["outputs"] = _exports(cfg, setup, out_dir, printer)  # the report reads run.json
     with open(os.path.join(out_dir, "run.json"), "w") as fh:
         json.dump(run_info, fh, indent=2, default=str)
     if cfg.print_summary and summary["models"]:
@@ -329,6 +377,27 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
         printer(f"[ragscale] run failed: {failure or f'{missing} records missing'}; re-run the same command to resume")
         return 1
     return 0
+
+
+def _exports(cfg: Any, setup: Setup, out_dir: str, printer: Callable[[str], None]) -> dict:
+    """open-rag-eval results CSVs (TREC metrics) and the HTML report; a failure here is
+    reported, never fatal: records.jsonl and the summary are already written."""
+    out: dict = {}
+    if cfg.trec.export_csv and any(s in setup.steps for s in ("retrieval", "nuggets", "citation", "hallucination", "no_answer")):
+        try:
+            from ragscale.report.orag_export import export_orag_csv_by_model
+
+            out["open_rag_eval_csv"] = [os.path.relpath(p, out_dir) for p in export_orag_csv_by_model(out_dir)]
+        except Exception as e:  # noqa: BLE001
+            printer(f"[ragscale] warning: open-rag-eval CSV export failed: {type(e).__name__}: {e}")
+    if cfg.html_report:
+        try:
+            from ragscale.report.html import write_report
+
+            out["html_report"] = os.path.relpath(write_report(out_dir), out_dir)
+        except Exception as e:  # noqa: BLE001
+            printer(f"[ragscale] warning: HTML report failed: {type(e).__name__}: {e}")
+    return out
 
 
 def compose(overrides: list[str]) -> Any:

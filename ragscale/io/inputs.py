@@ -1,4 +1,4 @@
-"""Input discovery and record pointers (MT-RAG JSONL and Parquet).
+"""Input discovery and record pointers (MT-RAG JSONL, Parquet, open-rag-eval CSV).
 
 The driver scans the inputs once into small pointers (file, line, byte offset); the
 records themselves are read inside the pipeline's first stage, so the driver never
@@ -20,14 +20,24 @@ from ragscale.errors import UserError
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv",)
 
 
 @dataclass(frozen=True)
 class InputFile:
     path: str  # absolute
-    fmt: str  # jsonl | parquet
+    fmt: str  # jsonl | parquet | csv
     stem: str  # default model_id
     tag: str  # short stable id used in record keys
+    data: str | None = None  # csv: the normalized JSONL the pipeline reads (see materialize_csv)
+
+    @property
+    def read_path(self) -> str:
+        return self.data or self.path
+
+    @property
+    def read_fmt(self) -> str:
+        return "jsonl" if self.fmt == "csv" else self.fmt
 
 
 def _fmt(path: str) -> str | None:
@@ -36,6 +46,8 @@ def _fmt(path: str) -> str | None:
         return "jsonl"
     if low.endswith(PARQUET_SUFFIXES):
         return "parquet"
+    if low.endswith(CSV_SUFFIXES):
+        return "csv"
     return None
 
 
@@ -51,7 +63,7 @@ def resolve_inputs(spec: Any) -> list[InputFile]:
         if os.path.isdir(item):
             found = sorted(p for p in glob.glob(os.path.join(item, "*")) if _fmt(p))
             if not found:
-                raise UserError(f"input directory has no .jsonl or .parquet files: {item}")
+                raise UserError(f"input directory has no .jsonl, .parquet or .csv files: {item}")
         elif any(ch in item for ch in "*?["):
             found = sorted(glob.glob(item, recursive=True))
             if not found:
@@ -70,9 +82,13 @@ def resolve_inputs(spec: Any) -> list[InputFile]:
         seen.add(ap)
         fmt = _fmt(ap)
         if fmt is None:
-            raise UserError(f"unsupported input format (use .jsonl or .parquet): {p}")
+            raise UserError(f"unsupported input format (use .jsonl, .parquet or open-rag-eval's .csv): {p}")
+        if fmt == "csv":
+            from ragscale.io.orag_csv import check_header
+
+            check_header(ap)
         stem = os.path.basename(ap)
-        for suf in JSONL_SUFFIXES + PARQUET_SUFFIXES:
+        for suf in JSONL_SUFFIXES + PARQUET_SUFFIXES + CSV_SUFFIXES:
             if stem.lower().endswith(suf):
                 stem = stem[: -len(suf)]
                 break
@@ -81,6 +97,28 @@ def resolve_inputs(spec: Any) -> list[InputFile]:
     if not files:
         raise UserError("no input files")
     return files
+
+
+def materialize_csv(files: Sequence[InputFile], out_dir: str) -> list[InputFile]:
+    """Normalize each open-rag-eval CSV into ``out_dir/inputs/<tag>.jsonl``: one record per
+    (query_id, query_run) row group (ragscale.io.orag_csv), which the pipeline then reads
+    like JSONL. Deterministic, so a resumed run gets the same record keys."""
+    out: list[InputFile] = []
+    for f in files:
+        if f.fmt != "csv":
+            out.append(f)
+            continue
+        from ragscale.io.orag_csv import read_records
+
+        os.makedirs(os.path.join(out_dir, "inputs"), exist_ok=True)
+        data = os.path.join(out_dir, "inputs", f"{f.tag}.jsonl")
+        tmp = data + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for rec in read_records(f.path):
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        os.replace(tmp, data)
+        out.append(InputFile(f.path, f.fmt, f.stem, f.tag, data))
+    return out
 
 
 @dataclass(frozen=True)
@@ -105,9 +143,9 @@ def _task_of_line(line: bytes) -> str | None:
 def scan(files: Sequence[InputFile], *, with_tasks: bool) -> Iterator[Pointer]:
     """Yield a pointer per record (non-blank JSONL line or Parquet row), in input order."""
     for i, f in enumerate(files):
-        if f.fmt == "jsonl":
+        if f.read_fmt == "jsonl":
             offset = 0
-            with open(f.path, "rb") as fh:
+            with open(f.read_path, "rb") as fh:
                 for lineno, line in enumerate(fh, start=1):
                     if line.strip():
                         yield Pointer(i, lineno, offset, _task_of_line(line) if with_tasks else None)
@@ -145,8 +183,8 @@ def read_raw(files: Sequence[InputFile], pointers: Sequence[Pointer]) -> list[st
         by_file.setdefault(p.file_idx, []).append(j)
     for fi, idxs in by_file.items():
         f = files[fi]
-        if f.fmt == "jsonl":
-            with open(f.path, "rb") as fh:
+        if f.read_fmt == "jsonl":
+            with open(f.read_path, "rb") as fh:
                 for j in sorted(idxs, key=lambda j: pointers[j].offset):
                     fh.seek(pointers[j].offset)
                     out[j] = fh.readline().decode("utf-8", errors="replace").rstrip("\r\n")

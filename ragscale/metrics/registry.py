@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ragscale.errors import UserError, did_you_mean
@@ -11,9 +12,9 @@ from ragscale.errors import UserError, did_you_mean
 @dataclass(frozen=True)
 class MetricSpec:
     name: str
-    stage: str  # lexical | encoder | derive
-    step: str  # MT-RAG step name
-    per: str  # target | passage | record
+    stage: str  # lexical | encoder | judge | nli | derive
+    step: str  # the step (MT-RAG's five, hmean, or a TREC family) that owns it
+    per: str  # target | passage | record | vector (a per-passage list that is not averaged)
     requires: tuple[str, ...] = ()
 
 
@@ -41,6 +42,20 @@ _SPECS = [
     # seed "The Three Metrics": harmonic mean of RL_F, RB_llm, RB_agg (and of their IDK-conditioned versions)
     MetricSpec("HMean", "derive", "hmean", "record", ("RL_F", "RB_llm", "RB_agg")),
     MetricSpec("HMean_idk", "derive", "hmean", "record", ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")),
+    # TREC RAG metrics of vectara/open-rag-eval (seed "Open RAG Eval Metrics Documentation")
+    MetricSpec("umbrela_scores", "judge", "retrieval", "vector"),
+    MetricSpec("umbrela_mean", "judge", "retrieval", "record", ("umbrela_scores",)),
+    MetricSpec("P@k", "derive", "retrieval", "record", ("umbrela_scores",)),  # one per k in trec.k_values
+    MetricSpec("AP@k", "derive", "retrieval", "record", ("umbrela_scores",)),
+    MetricSpec("MRR", "derive", "retrieval", "record", ("umbrela_scores",)),
+    *(MetricSpec(f"nuggets_{n}", "judge", "nuggets", "record", ("umbrela_scores",))
+      for n in ("all", "vital", "weighted", "strict_all", "strict_vital", "strict_weighted", "assignment_mean", "count")),
+    MetricSpec("citation_precision", "judge", "citation", "record"),
+    MetricSpec("citation_recall", "judge", "citation", "record"),
+    MetricSpec("citation_f1", "judge", "citation", "record"),
+    MetricSpec("hhem", "nli", "hallucination", "record"),
+    MetricSpec("factual_consistency_judge", "judge", "hallucination", "record"),  # opt-in, never a silent HHEM substitute
+    MetricSpec("answered", "judge", "no_answer", "record"),
 ]
 # derive-stage metrics that condition another metric: name -> (base metric, with the underspecified rule)
 CONDITIONED = {
@@ -54,6 +69,28 @@ CONDITIONED = {
 # derive-stage harmonic means: name -> components
 HMEANS = {"HMean": ("RL_F", "RB_llm", "RB_agg"), "HMean_idk": ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")}
 METRICS: dict[str, MetricSpec] = {m.name: m for m in _SPECS}
+_K_METRIC = re.compile(r"^(P|AP)@([1-9][0-9]*)$")
+
+
+def lookup(name: str) -> MetricSpec | None:
+    """The spec of a metric name, including the cut-off forms ``P@5``, ``AP@10`` of ``P@k``, ``AP@k``."""
+    if name in METRICS:
+        return METRICS[name]
+    m = _K_METRIC.match(name)
+    if m:
+        return replace(METRICS[f"{m.group(1)}@k"], name=name)
+    return None
+
+
+def expand_k(names: Sequence[str], k_values: Sequence[int]) -> list[str]:
+    """Replace the templates ``P@k`` and ``AP@k`` by one metric per cut-off K."""
+    for k in k_values:
+        if not isinstance(k, int) or k < 1:
+            raise UserError(f"trec.k_values must be positive integers, got {k!r}")
+    out: list[str] = []
+    for n in names:
+        out.extend([f"{n[:-2]}@{k}" for k in k_values] if n in ("P@k", "AP@k") else [n])
+    return out
 
 # MT-RAG's five steps (seed "MT-RAG Evaluation Metrics Reference") plus their harmonic mean;
 # a value other than None says why the step is not available.
@@ -64,7 +101,16 @@ STEPS: dict[str, str | None] = {
     "radbench": None,
     "idk_condition": None,
     "hmean": None,
+    "retrieval": None,
+    "nuggets": None,
+    "citation": None,
+    "hallucination": None,
+    "no_answer": None,
+    "consistency": None,  # across runs of a query (query_run > 1): a pass after the pipeline
 }
+
+
+MTRAG_STEPS = frozenset({"algorithmic", "idk", "ragas", "radbench", "idk_condition", "hmean"})
 
 
 def validate_steps(steps: Sequence[str]) -> list[str]:
@@ -80,11 +126,13 @@ def validate_steps(steps: Sequence[str]) -> list[str]:
 def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
     """The enabled metrics of the chosen steps, in registry order, with requirements checked."""
     for n in names:
-        if n not in METRICS:
+        if lookup(n) is None:
             raise UserError(f"unknown metric {n!r}{did_you_mean(n, METRICS)}")
-    chosen = [m.name for m in _SPECS if m.name in set(names) and m.step in set(steps)]
+    order = {m.name: i for i, m in enumerate(_SPECS)}
+    rank = lambda n: order.get(n, order.get(n.split("@")[0] + "@k", len(order)))  # noqa: E731
+    chosen = sorted(dict.fromkeys(n for n in names if lookup(n).step in set(steps)), key=rank)
     for n in chosen:
-        missing = [r for r in METRICS[n].requires if r not in chosen]
+        missing = [r for r in lookup(n).requires if r not in chosen]
         if missing:
             need = ", ".join(f"{r} (step {METRICS[r].step})" for r in missing)
             raise UserError(f"metric {n!r} needs {need} to be enabled too")
@@ -93,4 +141,4 @@ def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
 
 def stages_for(metrics: Sequence[str]) -> set[str]:
     """The pipeline stages that the given metrics need."""
-    return {METRICS[m].stage for m in metrics}
+    return {lookup(m).stage for m in metrics}

@@ -1,6 +1,7 @@
 """Build and run the streaming Ray Data pipeline.
 
-    pointers ─from_arrow─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ JudgeActor pool ─▶ derive (CPU)
+    pointers ─from_arrow─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ NLIActor pool (HHEM)
+             ─▶ JudgeActor pool(s) ─▶ derive (CPU)
              ─iter_batches─▶ driver: records.jsonl (flushed per batch), progress
 
 Every stage keeps one row per record; a failed record carries its error to the end.
@@ -29,6 +30,8 @@ class Plan:
     baseline: dict | None = None
     judge: dict = field(default_factory=dict)  # JudgeActor arguments (engine, judges, cache_path, max_retries)
     panel: list = field(default_factory=list)  # JudgeActor arguments per judge-panel member (with its tag)
+    nli: dict = field(default_factory=dict)  # NLIActor arguments (HHEM found)
+    nli_unavailable: str | None = None  # why HHEM is not run (the metric is null with this reason)
     cluster: dict = field(default_factory=dict)
     ray_progress_bars: bool = False
 
@@ -40,7 +43,8 @@ def _panel_tags(plan: Plan) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for kwargs in plan.panel:
         for j in kwargs["judges"]:
-            out.setdefault(JUDGES[j].metric, []).append(kwargs["tag"])
+            for m in JUDGES[j].metrics:
+                out.setdefault(m, []).append(kwargs["tag"])
     return out
 
 
@@ -109,6 +113,25 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
             num_cpus=float(pool.get("num_cpus", 1.0)),
             num_gpus=float(pool.get("num_gpus", 0.0)),
         )  # Ray Data restarts dead actors and retries their batches by default
+    if "nli" in plan.stages:
+        if plan.nli:
+            from actors.nli import NLIActor
+
+            pool = plan.cluster.get("nli", {})
+            ds = ds.map_batches(
+                NLIActor,
+                fn_constructor_kwargs=plan.nli,
+                compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
+                batch_size=int(pool.get("batch_size", 16)),
+                batch_format="pyarrow",
+                num_cpus=float(pool.get("num_cpus", 1.0)),
+                num_gpus=float(pool.get("num_gpus", 0.0)),
+            )
+        else:
+            from ragscale.pipeline.stages import null_metric
+
+            ds = ds.map_batches(null_metric, batch_size=None, batch_format="pyarrow", num_cpus=0.1,
+                                fn_kwargs={"metric": "hhem", "judge": "hhem", "reason": plan.nli_unavailable or "HHEM unavailable"})
     if "judge" in plan.stages:
         from actors.judge import JudgeActor
 

@@ -99,6 +99,7 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
         "error": None,
         "judge_errors": None,
         "stats": None,
+        "details": None,
     }
     try:
         try:
@@ -110,7 +111,7 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
                 row["model_id"] = obj["model_id"]
             if obj.get("task_id") is not None:
                 row["task_id"] = str(obj["task_id"])
-        row.update(extract_fields(obj))
+        row.update(extract_fields(obj, need_targets=needs_targets(metrics)))
         try:
             row["metrics"] = json.dumps(lexical_metrics(row["prediction"], row["targets"], row["passages"], metrics))
         except Exception as e:  # noqa: BLE001 - one bad record must not stop the run
@@ -118,6 +119,13 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
     except RecordError as e:
         row["error"] = error_json(e.stage, e.message)
     return row
+
+
+def needs_targets(metrics: Sequence[str]) -> bool:
+    """MT-RAG's metrics need reference answers (``targets``); the TREC metrics do not."""
+    from ragscale.metrics.registry import MTRAG_STEPS, lookup
+
+    return any(lookup(m).step in MTRAG_STEPS for m in metrics)
 
 
 def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None) -> pa.Table:
@@ -153,11 +161,47 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
                 if name in metrics:
                     out = harmonic_mean([first(p) for p in parts])
                     m[name] = None if out is None else [out]
+            retrieval_metrics(m, metrics)
         except Exception as e:  # noqa: BLE001
             row["error"] = error_json("derive", f"{type(e).__name__}: {e}")
             continue
         row["metrics"] = json.dumps(m)
     add_stats(rows, time_derive_s=time.perf_counter() - t0)
+    return to_table(rows)
+
+
+def retrieval_metrics(m: dict, metrics: Sequence[str]) -> None:
+    """open-rag-eval's retrieval scores from the UMBRELA grades (relevant = grade >= 2):
+    ``P@k``, ``AP@k`` per cut-off and ``MRR``; null when the grades are null."""
+    wanted = [n for n in metrics if n == "MRR" or n.startswith(("P@", "AP@"))]
+    if not wanted:
+        return
+    from ragscale.metrics.trec import average_precision_at_k, precision_at_k, reciprocal_rank
+
+    grades = m.get("umbrela_scores")
+    for n in wanted:
+        if grades is None:
+            m[n] = None
+        elif n == "MRR":
+            m[n] = reciprocal_rank(grades)
+        else:
+            kind, k = n.split("@")
+            m[n] = (precision_at_k if kind == "P" else average_precision_at_k)(grades, int(k))
+
+
+def null_metric(batch: pa.Table, *, metric: str, judge: str, reason: str) -> pa.Table:
+    """Set ``metric`` to null with ``reason`` on every live record (a model that is not on
+    this machine: the run said so before it started)."""
+    rows = batch.to_pylist()
+    for row in rows:
+        if row["error"]:
+            continue
+        m = json.loads(row["metrics"])
+        m[metric] = None
+        row["metrics"] = json.dumps(m)
+        errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
+        errs.append({"judge": judge, "reason": reason, "undefined": True})
+        row["judge_errors"] = json.dumps(errs)
     return to_table(rows)
 
 

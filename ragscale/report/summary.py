@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
-from ragscale.metrics.registry import METRICS
+from ragscale.metrics.registry import MTRAG_STEPS, lookup
 from ragscale.records import answerability_of
 
 ALL = "ALL"
@@ -38,7 +38,9 @@ def record_scalar(name: str, value: Any) -> float | None:
         vals = [float(v) for v in value if v is not None]
         if not vals:
             return None
-        spec = METRICS.get(name)
+        spec = lookup(name)
+        if spec is not None and spec.per == "vector":  # e.g. per-passage UMBRELA grades: summarised by their mean metric
+            return None
         return max(vals) if spec is not None and spec.per == "passage" else vals[0]
     return float(value)
 
@@ -118,6 +120,9 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
             return pa.list_(pa.bool_())
         if name == "Length":
             return pa.list_(pa.int64())
+        spec = lookup(name)
+        if spec is not None and spec.per != "vector" and spec.step not in MTRAG_STEPS:
+            return pa.float64()  # TREC metrics are scalars
         return pa.list_(pa.float64())
 
     return pa.schema(
@@ -144,7 +149,7 @@ def _answerability(rec: dict) -> str:
 
 def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
     preds = rec.get("predictions")
-    pred = preds[0].get("text") if isinstance(preds, list) and preds and isinstance(preds[0], dict) else None
+    pred = preds[0].get("text") if isinstance(preds, list) and preds and isinstance(preds[0], dict) else rec.get("generated_answer")
     err = rec.get("error") or {}
     m = rec.get("metrics") or {}
     return {
@@ -163,7 +168,8 @@ def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
     }
 
 
-def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000) -> dict:
+def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000,
+             consistency: dict | None = None) -> dict:
     """Write records.parquet, summary.json and summary.csv from records.jsonl; return the summary."""
     by_model: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
     overall: dict[str, _Acc] = defaultdict(_Acc)
@@ -196,6 +202,8 @@ def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000
         "models": {m: block(accs) for m, accs in sorted(by_model.items())},
         "overall": block(overall) if overall else None,
     }
+    if consistency is not None:
+        summary["consistency"] = consistency
     with open(os.path.join(out_dir, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
     with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as fh:
@@ -224,12 +232,28 @@ SHORT = {
     "RB_agg_idk_underspecified": "RB_agg_idk_un",
     "RB_llm_idk_underspecified": "RB_llm_idk_un",
     "RL_F_idk_underspecified": "RL_F_idk_un",
+    "umbrela_mean": "UMBRELA",
+    "nuggets_all": "N_all",
+    "nuggets_vital": "N_vital",
+    "nuggets_weighted": "N_wgt",
+    "nuggets_strict_all": "N_s_all",
+    "nuggets_strict_vital": "N_s_vital",
+    "nuggets_strict_weighted": "N_s_wgt",
+    "nuggets_assignment_mean": "N_assign",
+    "nuggets_count": "N_count",
+    "citation_precision": "CitP",
+    "citation_recall": "CitR",
+    "citation_f1": "CitF1",
+    "hhem": "HHEM",
+    "factual_consistency_judge": "FactJ",
+    "answered": "Answered",
 }
 
 
 def format_table(summary: dict) -> str:
     """A fixed-width per-model table of means (what the CLI prints at the end)."""
-    metrics = [m for m in summary["metrics"] if m != "RB_agg_zero_denominator"]
+    metrics = [m for m in summary["metrics"] if m != "RB_agg_zero_denominator"
+               and (lookup(m) is None or lookup(m).per != "vector")]
     acc = any(d.get("answerability_n") for d in summary["models"].values())
     head = ["model_id", "n", "err"] + [SHORT.get(m, m) for m in metrics] + (["AnsAcc"] if acc else [])
     rows = []

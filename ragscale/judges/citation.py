@@ -1,0 +1,111 @@
+"""Citation support (open-rag-eval's ``citation_scores`` / ``citation_f1_score``; seed "Open
+RAG Eval Metrics Documentation", Citation Metric).
+
+Follows vectara/open-rag-eval ``open_rag_eval/metrics/citation_metric.py`` (``CitationMetric``):
+the answer is split into parts with the bracket citations that close them (``[1]``, ``[1, 2]``,
+``[1], [2]``: ``ragscale.metrics.trec.parse_generated_answer``, open-rag-eval's
+``RAGResultsLoader._parse_generated_answer``); every (part, cited passage) pair is judged
+``full_support`` / ``partial_support`` / ``no_support`` with ``_CITATION_PROMPT``
+(templates/orag_citation_v1.txt, verbatim; statement = the part's text, citation = the cited
+passage's text), all pairs of a record in one fan-out round. Scores (1 / 0.5 / 0) are combined
+by ``ragscale.metrics.trec.citation_scores`` exactly as open-rag-eval does (weighted precision
+per cited id, weighted recall per part, F1; see there for the edge cases: uncited parts count
+0, ids not among the passages are skipped, no citations at all gives 0.0).
+
+open-rag-eval asks for the pydantic structured output ``CitationSupport{support: ...}``;
+ragscale constrains the output with the same JSON schema, and anything else is a parse failure,
+never a default. open-rag-eval's sampling (temperature 0, seed 42) is the judge engine's
+configuration in ragscale. A pair repeated within one part (``[1][1]``) is asked once and
+counted as often as it is cited, as open-rag-eval's scores count it (at temperature 0 the
+repeat is the same question).
+
+Differences: a record without a generated answer is ``null`` (open-rag-eval does not evaluate
+it); when a pair's judgment fails, open-rag-eval fails the whole record, and ragscale makes the
+three metrics ``null`` (the failure is in judge_errors) while keeping the labels it got in the
+details.
+
+Metrics: ``citation_precision``, ``citation_recall``, ``citation_f1``. Details:
+``{"parts": [{"text": part text, "citations": [{"id": "[1]", "support": label}, ...]}, ...]}``
+where a citation that was not judged has ``"support": null`` and ``"skipped": "not among the
+passages"`` or ``"failed": reason``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
+                                  load_json_object)
+from ragscale.judges.umbrela import orag_messages
+from ragscale.metrics.trec import SUPPORT_SCORES, citation_scores, parse_generated_answer
+from ragscale.records import passage_ids_of
+
+NAME = "citation"
+VERSION = "open-rag-eval-citation-v1"
+LABELS = list(SUPPORT_SCORES)  # full_support, partial_support, no_support
+SCHEMA = {
+    "type": "object",
+    "properties": {"support": {"type": "string", "enum": LABELS}},
+    "required": ["support"],
+}
+METRICS = ("citation_precision", "citation_recall", "citation_f1")
+NOT_FOUND = "not among the passages"
+
+
+def render(statement: str, citation: str) -> JudgePrompt:
+    """The citation-support prompt for one (answer part, cited passage text)."""
+    return JudgePrompt(NAME, VERSION, orag_messages("orag_citation_v1", {"statement": statement, "citation": citation}),
+                       SCHEMA, max_tokens=32)
+
+
+def parse(raw: str) -> str:
+    """``{"support": "full_support"|"partial_support"|"no_support"}`` -> the label; anything
+    else raises JudgeParseError."""
+    label = load_json_object(NAME, raw).get("support")
+    if not isinstance(label, str) or label.strip().lower() not in SUPPORT_SCORES:
+        raise JudgeParseError(NAME, raw, f"support {label!r} is not full_support, partial_support or no_support")
+    return label.strip().lower()
+
+
+def start(obj: dict, row: dict) -> JudgeRun:
+    """Judge every (part, cited passage) pair of a record in one round (see the module docstring)."""
+    prediction = row.get("prediction") or ""
+    if not prediction.strip():
+        return Undefined("no generated answer")
+    passages = list(row.get("passages") or [])
+    # open-rag-eval's retrieved_passages is a dict: a repeated id maps to its last text
+    by_id = dict(zip(passage_ids_of(obj, len(passages)), passages))
+    parts = parse_generated_answer(prediction)
+    # unique (part index, cited id) pairs whose id has a passage text, in citation order
+    pairs = list(dict.fromkeys((i, cid) for i, part in enumerate(parts) for cid in part["citations"] if by_id.get(cid)))
+    answers: list[Any] = (yield [(render(parts[i]["text"], by_id[cid]), parse) for i, cid in pairs]) if pairs else []
+    got = dict(zip(pairs, answers))
+
+    judged: list[list[tuple[str, str | None]]] = []
+    details = []
+    failed = 0
+    for i, part in enumerate(parts):
+        labels: list[tuple[str, str | None]] = []
+        shown = []
+        for cid in part["citations"]:
+            answer = got.get((i, cid))
+            if answer is None:
+                labels.append((cid, None))
+                shown.append({"id": cid, "support": None, "skipped": NOT_FOUND})
+            elif isinstance(answer, Failed):
+                failed += 1
+                labels.append((cid, None))
+                shown.append({"id": cid, "support": None, "failed": answer.reason})
+            else:
+                labels.append((cid, answer))
+                shown.append({"id": cid, "support": answer})
+        judged.append(labels)
+        details.append({"text": part["text"], "citations": shown})
+
+    if failed:
+        return JudgeResult(metrics={m: None for m in METRICS}, details={"parts": details})
+    s = citation_scores(judged)
+    return JudgeResult(
+        metrics={"citation_precision": s["precision"], "citation_recall": s["recall"], "citation_f1": s["f1"]},
+        details={"parts": details},
+    )

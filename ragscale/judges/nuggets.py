@@ -1,0 +1,298 @@
+"""open-rag-eval's AutoNuggetizer judge (TREC 2024 RAG nugget evaluation, arXiv:2411.09607).
+
+Reference: vectara/open-rag-eval@dfc4175 ``open_rag_eval/metrics/autonugget_metric.py``
+(``AutoNuggetMetric``), called by ``open_rag_eval/evaluators/trec_evaluator.py`` after
+UMBRELA; castorini/nuggetizer for context. Score math, with open-rag-eval's denominators
+clamped to >= 1 (no vital nugget -> Vital 0.0): ragscale/metrics/nuggets.py.
+Prompt texts: templates/nuggets_{create,importance,assign}_v1.txt.
+
+Rounds of one record (the judge actor runs each round across all records of a batch):
+
+1. creation, up to ``CREATION_ITERS`` (5) single steps: the query, the passages whose
+   UMBRELA grade is >= 1 (renumbered ``[1] text``, ``[2] text``... in passage order, joined
+   by newlines; the whole context every iteration, no passage windows as castorini's
+   nuggetizer has) and the current nugget list (Python ``repr``, ``[]`` at first) ->
+   ``{"nuggets": [str]}`` (at most 30 items of at most 200 characters), which replaces the
+   list. Stops once the list has 30 nuggets (open-rag-eval) or comes back unchanged (the
+   next prompt would be the same prompt, answered the same with greedy decoding or the cache);
+2. importance, one fan-out round of batches of ``BATCH`` (10) nuggets ->
+   ``{"importance": ["vital"|"okay"] * n}`` (exactly n); then a stable sort puts vital
+   before okay, creation order kept within each class, and the first ``KEEP`` (20) stay;
+3. assignment, one fan-out round of batches of 10 kept nuggets against the answer ->
+   ``{"assignment": ["support"|"partial_support"|"not_support"] * n}`` (exactly n).
+
+The answer judged is open-rag-eval's: the answer parts' texts joined by spaces, i.e. the
+answer without its citation markers (``ragscale.metrics.trec.answer_text``).
+
+Metrics and their open-rag-eval counterparts (``generation_score_*`` columns of its TREC
+CSV; ``autonugget_scores`` is the dict ``AutoNuggetMetric.compute`` returns, which
+``ragscale.metrics.nuggets.autonugget_scores`` rebuilds from the details):
+
+=============================  =======================================================================
+ragscale                       open-rag-eval
+=============================  =======================================================================
+nuggets_all                    autonugget_scores["nuggetizer_scores"]["All"]
+nuggets_strict_all             autonugget_scores["nuggetizer_scores"]["All Strict"]
+nuggets_vital                  autonugget_scores["nuggetizer_scores"]["Vital"]; vital_nuggetizer_score
+nuggets_strict_vital           autonugget_scores["nuggetizer_scores"]["Vital Strict"]
+nuggets_weighted               autonugget_scores["nuggetizer_scores"]["Weighted"]
+nuggets_strict_weighted        autonugget_scores["nuggetizer_scores"]["Weighted Strict"]
+nuggets_assignment_mean        mean_nugget_assignment_score (mean of assignment_scores; = All)
+nuggets_count                  len(autonugget_scores["nuggets"]) (no key of its own)
+details.nuggets[i].text        autonugget_scores["nuggets"][i]
+details.nuggets[i].importance  autonugget_scores["labels"][i]
+details.nuggets[i].assignment  autonugget_scores["assignments"][i]; its score in "assignment_scores"
+all null (Undefined)           autonugget_scores = {}, and 0.5 for both mean_nugget_assignment_score
+                               and vital_nuggetizer_score (the evaluator's "neutral" fallback)
+=============================  =======================================================================
+
+Details: ``{"nuggets": [{"text", "importance", "assignment"}], "created": n created,
+"iterations": creation rounds run, "passages_used": ids, "passages_ungraded": ids}``.
+
+Null (``Undefined``, with the reason) where open-rag-eval returns ``{}``: no generated
+answer, empty query, an empty nugget list from a creation round, or an importance or
+assignment batch that still fails after the actor's re-asks (open-rag-eval raises on any
+failed or miscounted batch; leaving those nuggets out would change the denominators).
+Also null: no ``umbrela_scores`` in the row's metrics, a grade list whose length is not
+the passage count, or no passage graded at all. A passage whose grade is ``None`` (its
+UMBRELA prompt failed) is left out of the context like a grade-0 one (open-rag-eval reads
+a missing grade as 0) and listed in ``passages_ungraded``. No passage graded >= 1 (or no
+passages) is not null: the context is empty and the prompt asks for the single nugget
+"Not enough information, no answer found", as in open-rag-eval's metric (its evaluator
+then fails a record without passages on the mean UMBRELA score, a division by zero).
+
+Deviations from open-rag-eval, and why:
+
+- prompt layout: the instruction lines are open-rag-eval's, dedented, in their order, but
+  the record's lines (query, context, nugget list, answer) come after them, for prefix
+  caching, with the query, context and answer fenced in tags (closing fence tags inside them
+  are escaped) as untrusted data, plus one line giving the JSON answer form; open-rag-eval's
+  system message (only its OpenAI backend sends one) is not sent;
+- outputs are constrained by JSON schemas: at most 30 nuggets of at most 200 characters
+  (open-rag-eval's ``Nuggets`` model has no bound and keeps a longer list), exactly n
+  labels per batch (open-rag-eval checks only the total); blank nuggets are dropped;
+- creation stops early at a fixed point (see above): same result, fewer rounds;
+- labels are matched after ``strip().lower()``; anything else is a parse failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any, Sequence
+
+from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
+from ragscale.judges.templates import load_template
+from ragscale.metrics.nuggets import ASSIGNMENT_SCORES, IMPORTANCES, KEEP, nugget_scores, sort_and_keep
+from ragscale.metrics.trec import answer_text
+from ragscale.records import passage_ids_of, query_of
+
+NAME = "nuggets"
+VERSION = "openrageval-autonugget-v1"
+MAX_NUGGETS = 30  # AutoNuggetMetric.max_nuggets
+CREATION_ITERS = 5  # AutoNuggetMetric(nugget_creation_iters=5)
+BATCH = 10  # importance and assignment batch size
+MAX_NUGGET_CHARS = 200  # a nugget is 1-12 words; the bound stops a looping small model
+NO_INFO = "Not enough information, no answer found"
+METRICS = ("nuggets_all", "nuggets_vital", "nuggets_weighted", "nuggets_strict_all", "nuggets_strict_vital",
+           "nuggets_strict_weighted", "nuggets_assignment_mean", "nuggets_count")
+
+CREATE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "nuggets": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": MAX_NUGGET_CHARS},
+            "maxItems": MAX_NUGGETS,
+        }
+    },
+    "required": ["nuggets"],
+}
+
+
+def _labels_schema(key: str, labels: Sequence[str], n: int) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            key: {"type": "array", "items": {"type": "string", "enum": list(labels)}, "minItems": n, "maxItems": n}
+        },
+        "required": [key],
+    }
+
+
+def importance_schema(n: int) -> dict:
+    """``{"importance": [...]}``: exactly ``n`` of "vital" / "okay"."""
+    return _labels_schema("importance", IMPORTANCES, n)
+
+
+def assignment_schema(n: int) -> dict:
+    """``{"assignment": [...]}``: exactly ``n`` of "support" / "partial_support" / "not_support"."""
+    return _labels_schema("assignment", list(ASSIGNMENT_SCORES), n)
+
+
+_CLOSING_TAG = re.compile(r"<\s*/\s*(query|context|passage)\s*>", re.IGNORECASE)
+
+
+def _fence(tag: str, text: str) -> str:
+    """``text`` between ``<tag>`` and ``</tag>``; a closing fence tag inside it is escaped."""
+    escaped = _CLOSING_TAG.sub(lambda m: f"<\\/{m.group(1).lower()}>", text)
+    return f"<{tag}>{escaped}</{tag}>"
+
+
+def render_create(query: str, passages: Sequence[str], nuggets: Sequence[str]) -> JudgePrompt:
+    """One creation iteration: the shared instructions, then the query, the context (the
+    given passages numbered ``[1]``...) and the current nugget list."""
+    context = "\n" + "\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages)) + "\n"
+    text = (load_template("nuggets_create_v1")
+            + f"Search Query: {_fence('query', query)}\n\n"
+            + f"Context:\n{_fence('context', context)}\n\n"
+            + f"Initial Nugget List: {list(nuggets)!r}\nInitial Nugget List Length: {len(nuggets)}\n\n"
+            + "Updated Nugget List:\n")
+    # 30 nuggets of ~12 words each, with room for whitespace a grammar allows
+    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), CREATE_SCHEMA, max_tokens=2048)
+
+
+def render_importance(query: str, nuggets: Sequence[str]) -> JudgePrompt:
+    """One importance batch (at most ``BATCH`` nuggets)."""
+    text = (load_template("nuggets_importance_v1").replace("{len_nuggets}", str(len(nuggets)))
+            + f"Search Query: {_fence('query', query)}\nNugget List: {list(nuggets)!r}\nLabels:\n")
+    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), importance_schema(len(nuggets)),
+                       max_tokens=32 + 16 * len(nuggets))
+
+
+def render_assign(query: str, answer: str, nuggets: Sequence[str]) -> JudgePrompt:
+    """One assignment batch: the answer (the "passage") is fenced; the nugget list comes last,
+    so the batches of one record share everything before it."""
+    passage = "\n" + answer + "\n"
+    text = (load_template("nuggets_assign_v1").replace("{len_nuggets}", str(len(nuggets)))
+            + f"Search Query: {_fence('query', query)}\n\n"
+            + f"Passage:\n{_fence('passage', passage)}\n\n"
+            + f"Nugget List: {list(nuggets)!r}\n\nLabels:\n")
+    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), assignment_schema(len(nuggets)),
+                       max_tokens=32 + 16 * len(nuggets))
+
+
+def parse_nuggets(raw: str) -> list[str]:
+    """``{"nuggets": [str, ...]}`` -> the nuggets, blank ones dropped, at most ``MAX_NUGGETS``
+    (the first ones); may be empty. Raises JudgeParseError otherwise."""
+    items = load_json_object(NAME, raw).get("nuggets")
+    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
+        raise JudgeParseError(NAME, raw, "nuggets is not a list of strings")
+    return [s for s in items if s.strip()][:MAX_NUGGETS]
+
+
+def _parse_labels(raw: str, key: str, allowed: Sequence[str], n: int) -> list[str]:
+    items = load_json_object(NAME, raw).get(key)
+    if not isinstance(items, list) or len(items) != n:
+        raise JudgeParseError(NAME, raw, f"{key} is not a list of {n} labels")
+    out = []
+    for label in items:
+        norm = label.strip().lower() if isinstance(label, str) else None
+        if norm not in allowed:
+            raise JudgeParseError(NAME, raw, f"{key} label {label!r} is not one of {', '.join(allowed)}")
+        out.append(norm)
+    return out
+
+
+def parse_importance(raw: str, n: int) -> list[str]:
+    """``{"importance": [...]}`` with exactly ``n`` labels "vital"/"okay" -> the labels."""
+    return _parse_labels(raw, "importance", IMPORTANCES, n)
+
+
+def parse_assignment(raw: str, n: int) -> list[str]:
+    """``{"assignment": [...]}`` with exactly ``n`` labels support/partial_support/not_support."""
+    return _parse_labels(raw, "assignment", list(ASSIGNMENT_SCORES), n)
+
+
+def _batches(items: Sequence[str]) -> list[list[str]]:
+    return [list(items[i : i + BATCH]) for i in range(0, len(items), BATCH)]
+
+
+def _first_failure(what: str, answers: Sequence[Any]) -> Undefined | None:
+    for k, a in enumerate(answers):
+        if isinstance(a, Failed):
+            return Undefined(f"{what} batch {k + 1} of {len(answers)} failed: {a.reason}")
+    return None
+
+
+def umbrela_grades(row: dict) -> list[int | None] | Undefined:
+    """The row's UMBRELA grades (``metrics["umbrela_scores"]``, one 0-3 or None per passage)."""
+    try:
+        metrics = json.loads(row.get("metrics") or "{}")
+    except (TypeError, ValueError):
+        metrics = {}
+    grades = metrics.get("umbrela_scores") if isinstance(metrics, dict) else None
+    if grades is None:
+        return Undefined("needs umbrela_scores")
+    n = len(row.get("passages") or [])
+    if not isinstance(grades, list) or len(grades) != n:
+        return Undefined(f"umbrela_scores is not a list of {n} grades (one per passage)")
+    for g in grades:
+        if g is not None and (isinstance(g, bool) or not isinstance(g, int) or not 0 <= g <= 3):
+            return Undefined(f"umbrela_scores holds {g!r}, not a grade 0-3 or null")
+    if grades and all(g is None for g in grades):
+        return Undefined("no passage has a UMBRELA grade")
+    return grades
+
+
+def run(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
+    """The three rounds for one record; ``passages`` are those graded >= 1, in order.
+    Returns Undefined or ``JudgeResult`` with the metrics and ``{"nuggets", "created",
+    "iterations"}`` details (``start`` adds the passage ids)."""
+    if not query.strip():
+        return Undefined("no query")
+    if not answer.strip():
+        return Undefined("no generated answer")
+    nuggets: list[str] = []
+    iterations = 0
+    while iterations < CREATION_ITERS:
+        iterations += 1
+        updated = yield render_create(query, passages, nuggets), parse_nuggets
+        if not updated:
+            return Undefined(f"nugget creation returned no nuggets (iteration {iterations})")
+        unchanged, nuggets = updated == nuggets, updated
+        if len(nuggets) >= MAX_NUGGETS or unchanged:
+            break
+
+    answers = yield [(render_importance(query, b), functools.partial(parse_importance, n=len(b)))
+                     for b in _batches(nuggets)]
+    failure = _first_failure("importance", answers)
+    if failure:
+        return failure
+    importances = [label for labels in answers for label in labels]
+    keep = sort_and_keep(importances, KEEP)
+    kept, kept_importances = [nuggets[i] for i in keep], [importances[i] for i in keep]
+
+    answers = yield [(render_assign(query, answer, b), functools.partial(parse_assignment, n=len(b)))
+                     for b in _batches(kept)]
+    failure = _first_failure("assignment", answers)
+    if failure:
+        return failure
+    assignments = [label for labels in answers for label in labels]
+    details = {
+        "nuggets": [{"text": t, "importance": i, "assignment": a}
+                    for t, i, a in zip(kept, kept_importances, assignments)],
+        "created": len(nuggets),
+        "iterations": iterations,
+    }
+    return JudgeResult(metrics=nugget_scores(kept_importances, assignments), details=details)
+
+
+def start(obj: dict, row: dict) -> JudgeRun:
+    """The judge on a pipeline record: ``query_of(obj)``, the row's answer (citation markers
+    removed), and the row's passages filtered by the UMBRELA grades in its metrics."""
+    answer = answer_text(row.get("prediction") or "")
+    if not answer.strip():
+        return Undefined("no generated answer")
+    grades = umbrela_grades(row)
+    if isinstance(grades, Undefined):
+        return grades
+    passages = list(row.get("passages") or [])
+    ids = passage_ids_of(obj, len(passages))
+    used = [i for i, g in enumerate(grades) if g is not None and g >= 1]
+    result = yield from run(query_of(obj), answer, [passages[i] for i in used])
+    if isinstance(result, JudgeResult):
+        result.details["passages_used"] = [ids[i] for i in used]
+        result.details["passages_ungraded"] = [ids[i] for i, g in enumerate(grades) if g is None]
+    return result

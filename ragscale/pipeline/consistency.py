@@ -1,0 +1,62 @@
+"""Consistency across repeated runs of a query: a pass after the record pipeline.
+
+It needs every run of a query, so it reads the finished records.jsonl (resumed ones
+included), groups the runs of each (model, query), sends the groups' answers through an
+encoder actor pool for pairwise BERTScore F1 (actors.encoder.PairwiseActor), and adds
+ROUGE and per-metric statistics on the driver (ragscale.metrics.consistency). Writes
+``consistency.jsonl`` (one line per query with >= 2 runs) and returns a per-model summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Sequence
+
+
+def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baseline: dict | None,
+                    cluster: dict) -> dict:
+    """Compute consistency for every query with repeated runs; returns summary.json's block."""
+    from ragscale.io.output import iter_records
+    from ragscale.metrics.consistency import collect_groups, finish_group, summarize
+    from ragscale.report.summary import record_scalar
+
+    numeric = [m for m in metrics if m != "umbrela_scores"]
+    groups = collect_groups(iter_records(os.path.join(out_dir, "records.jsonl")), numeric, record_scalar)
+    bert: dict[int, list[float]] = {}
+    todo = [{"i": i, "answers": [a for a in g["answers"] if a]} for i, g in enumerate(groups)]
+    todo = [t for t in todo if len(t["answers"]) >= 2]
+    if todo:
+        import ray
+        from ray.data import ActorPoolStrategy
+
+        from actors.encoder import PairwiseActor
+        from ragscale.pipeline.execute import init_ray
+
+        started = not ray.is_initialized()
+        init_ray(cluster)
+        try:
+            pool = cluster.get("encoder", {})
+            ds = ray.data.from_items(todo).map_batches(
+                PairwiseActor,
+                fn_constructor_kwargs={"encoder": encoder, "baseline": baseline},
+                compute=ActorPoolStrategy(size=1),
+                batch_size=int(pool.get("batch_size", 256)),
+                batch_format="pyarrow",
+                num_cpus=float(pool.get("num_cpus", 1.0)),
+                num_gpus=float(pool.get("num_gpus", 0.0)),
+            )
+            for row in ds.iter_rows():
+                bert[int(row["i"])] = list(row["bert_score_f1"])
+        finally:
+            if started and not cluster.get("address"):
+                ray.shutdown()
+    results = [finish_group(g, bert.get(i)) for i, g in enumerate(groups)]
+    path = os.path.join(out_dir, "consistency.jsonl")
+    with open(path + ".tmp", "w") as fh:
+        for r in results:
+            fh.write(json.dumps(r) + "\n")
+    os.replace(path + ".tmp", path)
+    out: dict[str, Any] = {"file": "consistency.jsonl", "queries": len(results), "models": summarize(results),
+                           "encoder": encoder.get("model_path")}
+    return out
