@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -29,3 +30,67 @@ def responses10() -> str:
 @pytest.fixture
 def mtragun() -> str:
     return shared_file("mtragun-reference.jsonl")
+
+
+HHEM_WORDS = (
+    "Determine if the hypothesis is true given premise ? Premise : Hypothesis . , "
+    "Paris capital of France Berlin Germany sky blue green grass water wet cats dogs are animals "
+    "The a an and in on it was not"
+).split()
+
+
+def build_tiny_hhem(root):
+    """A tiny randomly initialised HHEM-2.1 snapshot (T5ForTokenClassification, 2 labels) and
+    its foundation folder (tiny WordLevel tokenizer + T5 config) under ``root``: the layout of
+    vectara/hallucination_evaluation_model. Returns (hhem_dir, foundation_dir, reference model)."""
+    import torch
+    from safetensors.torch import save_file
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForTokenClassification
+
+    from ragscale.metrics.hhem import PROMPT
+
+    foundation = root / "tiny-flan-t5"
+    hhem = root / "hallucination_evaluation_model"
+    foundation.mkdir()
+    hhem.mkdir()
+
+    vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2}
+    for w in HHEM_WORDS:
+        vocab.setdefault(w, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    fast.save_pretrained(str(foundation))
+
+    cfg = T5Config(
+        vocab_size=len(vocab) + 4, d_model=16, d_kv=4, d_ff=32, num_layers=2, num_decoder_layers=2, num_heads=4,
+        feed_forward_proj="gated-gelu", tie_word_embeddings=False, pad_token_id=0, eos_token_id=1,
+        decoder_start_token_id=0, num_labels=2,
+    )
+    cfg.save_pretrained(str(foundation))  # the foundation's config.json (model_type t5)
+    torch.manual_seed(0)
+    ref = T5ForTokenClassification(cfg).eval()
+    assert ref.transformer.encoder.embed_tokens.weight is ref.transformer.shared.weight
+    state = {f"t5.{k}": v.detach().clone().contiguous() for k, v in ref.state_dict().items()
+             if k != "transformer.encoder.embed_tokens.weight"}  # tied: the published checkpoint keeps `shared` only
+    save_file(state, str(hhem / "model.safetensors"))
+    (hhem / "config.json").write_text(json.dumps({
+        "architectures": ["HHEMv2ForSequenceClassification"],
+        "auto_map": {"AutoConfig": "configuration_hhem_v2.HHEMv2Config",
+                     "AutoModelForSequenceClassification": "modeling_hhem_v2.HHEMv2ForSequenceClassification"},
+        "model_type": "HHEMv2Config",
+        "foundation": str(foundation),
+        "prompt": PROMPT,
+        "id2label": {"0": "hallucinated", "1": "consistent"},
+        "label2id": {"hallucinated": 0, "consistent": 1},
+        "torch_dtype": "float32",
+    }))
+    return hhem, foundation, ref
+
+
+@pytest.fixture(scope="session")
+def tiny_hhem(tmp_path_factory):
+    """(hhem_dir, foundation_dir, reference model) of a tiny HHEM built for the test session."""
+    return build_tiny_hhem(tmp_path_factory.mktemp("hhem"))
