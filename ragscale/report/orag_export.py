@@ -1,0 +1,331 @@
+"""ragscale records as open-rag-eval's TREC results CSV, so that its viewers read our runs.
+
+Layout (vectara/open-rag-eval ``open_rag_eval/evaluators/trec_evaluator.py``,
+``TRECEvaluator.to_csv`` / ``get_consolidated_columns``): one row per query_id;
+``query_id``, ``query``, then for each run ``i`` (1-based position of the query's runs,
+sorted by ``query_run``) the columns ``run_{i}_<field>`` with ``<field>`` in
+``RUN_FIELDS``. Every run is prefixed, ``run_1_`` included, exactly as ``to_csv`` writes
+(the plot code reads ``X`` or ``run_1_X``; the viewer ``viz/visualize.py`` only reads
+``run_N_X``). Each cell is ``json.dumps`` of the value (a float ``0.5`` is ``0.5``; dicts
+and lists are JSON); a missing value is an empty cell (pandas' NaN). A column that is
+empty in every row is left out, as pandas' ``DataFrame(list_of_dicts)`` does.
+
+Cell contents (ragscale metric names in ``record["metrics"]``):
+
+* ``retrieved_passages``: ``{passage_id: text}``; ``generated_answer``:
+  ``[{"text", "citations"}]`` (open-rag-eval's answer-part parsing).
+* ``retrieval_score_umbrela_scores``: ``{passage_id: umbrela_scores[i]}`` (null for a
+  passage the judge failed on; open-rag-eval would have failed the whole query).
+* ``retrieval_score_precision_metrics``: ``{"precision@": {"k": P@k}, "AP@": {"k": AP@k},
+  "MRR": MRR}`` with the ``P@k``/``AP@k`` keys present (null values left out, as
+  open-rag-eval leaves out k larger than the number of passages).
+* ``retrieval_score_mean_umbrela_score``: ``umbrela_mean``.
+* ``generation_score_autonugget_scores``: ``{"nuggetizer_scores": {"All", "All Strict",
+  "Vital", "Vital Strict", "Weighted", "Weighted Strict"}, "nuggets", "labels",
+  "assignments", "assignment_scores"}``; the lists come from
+  ``ragscale.details.nuggets`` (``{"nuggets": [str], "labels": [...], "assignments":
+  [...]}`` or ``{"nuggets": [{"text"|"nugget", "label"|"importance", "assignment"}]}``)
+  and are left out when absent (a partial cell).
+* ``generation_score_mean_nugget_assignment_score``: ``nuggets_assignment_mean``;
+  ``generation_score_vital_nuggetizer_score``: ``nuggets_vital``;
+  ``generation_score_hallucination_score``: ``hhem``;
+  ``generation_score_citation_f1_score``: ``citation_f1``.
+* ``generation_score_citation_scores``: ``{"citation_score_[k]": mean, ...,
+  "part_score_i": mean, ..., "weighted_precision", "weighted_recall", "f1"}``; the
+  per-citation/per-part entries are rebuilt from ``ragscale.details.citation`` when it
+  lists the judged (part, citation) pairs (``{"pairs"|"labels": [{"part": i (1-based),
+  "citation": "[k]", "score": float | "label": "full_support"|...}]}``) or already holds
+  open-rag-eval's ``citation_score_*``/``part_score_*`` keys; otherwise the cell has only
+  the three totals (a partial cell).
+* ``generation_score_no_answer_score``: ``{"query_answered": "yes"|"no"}`` from
+  ``answered`` (1.0/0.0).
+
+Which records become runs (open-rag-eval's behaviour): a record whose answer open-rag-eval
+skips (``answer_status`` not ``ok``, no answer) or that failed at input (``input_error``,
+``error.stage == "input"``) is left out, and a query with no run left has no row. A record
+with another ``error`` is written as open-rag-eval writes a run whose evaluation raised:
+passages and answer, no score cells. A score ragscale could not compute is an empty cell
+(open-rag-eval fills a failed nugget evaluation with 0.5; we do not invent scores).
+Unlike ``to_csv`` with ``run_consistency: false`` (first run only), every run is written.
+Records not read from an open-rag-eval CSV (MT-RAG) are written too: ``query_id`` is their
+``task_id``, ``query`` the last user turn, passages ``[1]``, ``[2]``, ... their contexts.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+from typing import Any, Iterable
+
+from ragscale.io.output import RECORDS, iter_records
+from ragscale.metrics.trec import parse_generated_answer
+from ragscale.records import query_of
+
+RUN_FIELDS = (
+    "retrieved_passages",
+    "generated_answer",
+    "retrieval_score_umbrela_scores",
+    "retrieval_score_precision_metrics",
+    "retrieval_score_mean_umbrela_score",
+    "generation_score_autonugget_scores",
+    "generation_score_mean_nugget_assignment_score",
+    "generation_score_vital_nuggetizer_score",
+    "generation_score_hallucination_score",
+    "generation_score_citation_scores",
+    "generation_score_citation_f1_score",
+    "generation_score_no_answer_score",
+)
+EXPORT_DIR = "open-rag-eval"
+_NUGGET_SCORES = (  # open-rag-eval nuggetizer_scores key -> ragscale metric
+    ("All", "nuggets_all"),
+    ("All Strict", "nuggets_strict_all"),
+    ("Vital", "nuggets_vital"),
+    ("Vital Strict", "nuggets_strict_vital"),
+    ("Weighted", "nuggets_weighted"),
+    ("Weighted Strict", "nuggets_strict_weighted"),
+)
+_ASSIGNMENT_SCORE = {"support": 1.0, "partial_support": 0.5, "not_support": 0.0}
+_SUPPORT_SCORE = {"full_support": 1.0, "partial_support": 0.5, "no_support": 0.0}
+_K = re.compile(r"^(P|AP)@(\d+)$")
+
+
+def columns(n_runs: int) -> list[str]:
+    """All columns of a results CSV whose queries have up to ``n_runs`` runs (the order of
+    open-rag-eval's ``get_consolidated_columns``)."""
+    return ["query_id", "query"] + [f"run_{i}_{f}" for i in range(1, n_runs + 1) for f in RUN_FIELDS]
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if value == value and value not in (float("inf"), float("-inf")) else None
+
+
+def _passages(rec: dict) -> list[tuple[str, str]]:
+    ps = rec.get("passages")
+    if isinstance(ps, list) and all(isinstance(p, dict) for p in ps):
+        return [(str(p.get("id")), str(p.get("text") or "")) for p in ps]
+    ctx = rec.get("contexts")  # MT-RAG records: citations [k] are 1-based ranks
+    if isinstance(ctx, list):
+        return [(f"[{i + 1}]", str(c.get("text", "") if isinstance(c, dict) else c)) for i, c in enumerate(ctx)]
+    return []
+
+
+def _answer(rec: dict) -> str | None:
+    if rec.get("format") is not None or "generated_answer" in rec:
+        a = rec.get("generated_answer")
+    else:
+        preds = rec.get("predictions")
+        first = preds[0] if isinstance(preds, list) and preds else None
+        a = first.get("text") if isinstance(first, dict) else first
+    return a if isinstance(a, str) and a.strip() else None
+
+
+def _query(rec: dict) -> str:
+    return rec["query"] if isinstance(rec.get("query"), str) else query_of(rec)
+
+
+def _skipped(rec: dict) -> bool:
+    err = rec.get("error")
+    return bool(
+        rec.get("input_error")
+        or (isinstance(err, dict) and err.get("stage") == "input")
+        or (rec.get("answer_status") or "ok") != "ok"
+        or _answer(rec) is None
+    )
+
+
+def _precision_cell(m: dict) -> dict | None:
+    found: dict[str, list[tuple[int, float]]] = {"P": [], "AP": []}
+    for key, value in m.items():
+        hit = _K.match(key)
+        if hit and _num(value) is not None:
+            found[hit.group(1)].append((int(hit.group(2)), value))
+    cell: dict[str, Any] = {}
+    for name, short in (("precision@", "P"), ("AP@", "AP")):
+        if found[short]:
+            cell[name] = {str(k): v for k, v in sorted(found[short])}
+    if _num(m.get("MRR")) is not None:
+        cell["MRR"] = m["MRR"]
+    return cell or None
+
+
+def _nugget_cell(m: dict, details: dict) -> dict | None:
+    scores = {name: m[key] for name, key in _NUGGET_SCORES if _num(m.get(key)) is not None}
+    d = details.get("nuggets") if isinstance(details.get("nuggets"), dict) else {}
+    items = d.get("nuggets")
+    nuggets = labels = assignments = None
+    if isinstance(items, list) and items and all(isinstance(x, dict) for x in items):
+        nuggets = [x.get("text", x.get("nugget")) for x in items]
+        labels = [x.get("label", x.get("importance")) for x in items]
+        assignments = [x.get("assignment") for x in items]
+    elif isinstance(items, list):
+        nuggets, labels, assignments = items, d.get("labels"), d.get("assignments")
+    if not scores and nuggets is None:
+        return None
+    cell: dict[str, Any] = {"nuggetizer_scores": scores}
+    if nuggets is not None:
+        cell["nuggets"] = nuggets
+        if isinstance(labels, list) and any(x is not None for x in labels):
+            cell["labels"] = labels
+        if isinstance(assignments, list) and any(x is not None for x in assignments):
+            cell["assignments"] = assignments
+            given = d.get("assignment_scores")
+            cell["assignment_scores"] = given if isinstance(given, list) else [
+                _ASSIGNMENT_SCORE.get(a, 0.0) for a in assignments
+            ]
+    return cell
+
+
+def _citation_cell(m: dict, details: dict, answer: str) -> dict | None:
+    totals = {
+        "weighted_precision": m.get("citation_precision"),
+        "weighted_recall": m.get("citation_recall"),
+        "f1": m.get("citation_f1"),
+    }
+    totals = {k: v for k, v in totals.items() if _num(v) is not None}
+    d = details.get("citation") if isinstance(details.get("citation"), dict) else {}
+    cell: dict[str, Any] = {}
+    native = [k for k in d if k.startswith(("citation_score_", "part_score_"))]
+    pairs = d.get("pairs", d.get("labels"))
+    if pairs is None and isinstance(d.get("parts"), list):  # ragscale.judges.citation's details
+        pairs = [{"part": i, "citation": c.get("id"), "label": c.get("support")}
+                 for i, part in enumerate(d["parts"], start=1) if isinstance(part, dict)
+                 for c in part.get("citations") or [] if isinstance(c, dict) and c.get("support")]
+    if native:
+        cell = {k: d[k] for k in sorted(native, key=lambda k: not k.startswith("citation_score_"))}
+    elif isinstance(pairs, list):
+        # rebuild open-rag-eval's dicts (citation_metric.py): parts in order, an uncited part
+        # scores 0; citation averages in order of first judged use
+        by_citation: dict[str, list[float]] = {}
+        by_part: dict[int, list[float]] = {}
+        judged: dict[int, list[tuple[str, float]]] = {}
+        for p in pairs:
+            if not isinstance(p, dict):
+                continue
+            score = _num(p.get("score"))
+            if score is None:
+                score = _SUPPORT_SCORE.get(str(p.get("label")))
+            part = p.get("part")
+            if score is None or not isinstance(part, int):
+                continue
+            judged.setdefault(part, []).append((str(p.get("citation")), score))
+        for i, part in enumerate(parse_generated_answer(answer), start=1):
+            if not part["citations"]:
+                by_part[i] = []
+            for cit, score in judged.get(i, []):
+                by_citation.setdefault(cit, []).append(score)
+                by_part.setdefault(i, []).append(score)
+        cell.update({f"citation_score_{c}": sum(s) / len(s) for c, s in by_citation.items()})
+        cell.update({f"part_score_{i}": (sum(s) / len(s) if s else 0.0) for i, s in by_part.items()})
+    if not cell and not totals:
+        return None
+    cell.update(totals)
+    return cell
+
+
+def _run_cells(rec: dict) -> dict[str, Any]:
+    """The ``RUN_FIELDS`` values of one record (missing ones left out)."""
+    passages = _passages(rec)
+    answer = _answer(rec) or ""
+    cells: dict[str, Any] = {
+        "retrieved_passages": dict(passages),
+        "generated_answer": parse_generated_answer(answer),
+    }
+    if rec.get("error"):
+        return cells
+    m = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+    details = (rec.get("ragscale") or {}).get("details") or {}
+    umbrela = m.get("umbrela_scores")
+    if isinstance(umbrela, list) and umbrela and len(umbrela) == len(passages):
+        cells["retrieval_score_umbrela_scores"] = {pid: s for (pid, _), s in zip(passages, umbrela)}
+    cells["retrieval_score_precision_metrics"] = _precision_cell(m)
+    cells["retrieval_score_mean_umbrela_score"] = _num(m.get("umbrela_mean"))
+    cells["generation_score_autonugget_scores"] = _nugget_cell(m, details)
+    cells["generation_score_mean_nugget_assignment_score"] = _num(m.get("nuggets_assignment_mean"))
+    cells["generation_score_vital_nuggetizer_score"] = _num(m.get("nuggets_vital"))
+    cells["generation_score_hallucination_score"] = _num(m.get("hhem"))
+    cells["generation_score_citation_scores"] = _citation_cell(m, details, answer)
+    cells["generation_score_citation_f1_score"] = _num(m.get("citation_f1"))
+    answered = _num(m.get("answered"))
+    if answered is not None:
+        cells["generation_score_no_answer_score"] = {"query_answered": "yes" if answered >= 0.5 else "no"}
+    return {k: v for k, v in cells.items() if v is not None}
+
+
+def _order(rec: dict, seq: int) -> tuple:
+    lines = rec.get("csv_lines")
+    prov = rec.get("ragscale") or {}
+    line = lines[0] if isinstance(lines, list) and lines else prov.get("source_line")
+    return (str(prov.get("source_file") or ""), line if isinstance(line, int) else seq, seq)
+
+
+def export_orag_csv(records: Iterable[dict], out_path: str) -> int:
+    """Write ``records`` (ragscale output records) as open-rag-eval's TREC results CSV
+    (``TRECEvaluator.to_csv`` layout, see the module docstring); returns the number of
+    rows (queries) written. Rows follow the input order (source file, CSV line), runs
+    within a row ascend by ``query_run``. Written atomically (temp file + rename)."""
+    queries: dict[str, dict] = {}
+    for seq, rec in enumerate(records):
+        if _skipped(rec):
+            continue
+        prov = rec.get("ragscale") or {}
+        qid = rec.get("query_id") or rec.get("task_id") or prov.get("record_key") or f"record-{seq}"
+        q = queries.setdefault(str(qid), {"query": _query(rec), "order": _order(rec, seq), "runs": []})
+        q["order"] = min(q["order"], _order(rec, seq))
+        run = rec.get("query_run")
+        q["runs"].append((run if isinstance(run, int) else 1, _order(rec, seq), _run_cells(rec)))
+    rows = []
+    n_runs = 0
+    for qid, q in sorted(queries.items(), key=lambda kv: kv[1]["order"]):
+        row = {"query_id": qid, "query": q["query"]}
+        runs = sorted(q["runs"], key=lambda r: (r[0], r[1]))
+        n_runs = max(n_runs, len(runs))
+        for i, (_, _, cells) in enumerate(runs, start=1):
+            for field, value in cells.items():
+                row[f"run_{i}_{field}"] = json.dumps(value)
+        rows.append(row)
+    header = [c for c in columns(n_runs) if c in ("query_id", "query") or any(c in r for r in rows)]
+    d = os.path.dirname(os.path.abspath(out_path))
+    os.makedirs(d, exist_ok=True)
+    tmp = f"{out_path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh, lineterminator="\n")  # pandas' to_csv: minimal quoting, \n
+            w.writerow(header)
+            for row in rows:
+                w.writerow([row.get(c, "") for c in header])
+        os.replace(tmp, out_path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return len(rows)
+
+
+def _file_name(model_id: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id).strip("._") or "model"
+    if base in taken:
+        base = f"{base}-{hashlib.sha1(model_id.encode()).hexdigest()[:8]}"
+    taken.add(base)
+    return base + ".csv"
+
+
+def export_orag_csv_by_model(run_dir: str) -> list[str]:
+    """Write ``<run_dir>/open-rag-eval/<model_id>.csv`` (one results CSV per model) from
+    ``<run_dir>/records.jsonl``; returns the paths written, in order of first appearance of
+    the model. Characters other than letters, digits, ``.``, ``_`` and ``-`` in a model id
+    become ``_`` (``org/model`` -> ``org_model.csv``; a clash gets a hash suffix)."""
+    by_model: dict[str, list[dict]] = {}
+    for rec in iter_records(os.path.join(run_dir, RECORDS)):
+        by_model.setdefault(str(rec.get("model_id") or "model"), []).append(rec)
+    out_dir = os.path.join(run_dir, EXPORT_DIR)
+    paths: list[str] = []
+    taken: set[str] = set()
+    for model_id, recs in by_model.items():
+        path = os.path.join(out_dir, _file_name(model_id, taken))
+        export_orag_csv(recs, path)
+        paths.append(path)
+    return paths
