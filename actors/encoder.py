@@ -34,19 +34,12 @@ class Encoder:
         torch_threads: int | None = None,
         device: str | None = None,
     ):
-        import os
+        from actors._torch import start_torch
 
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub from a worker
-        import torch
+        torch, self.device = start_torch(torch_threads, device)
         from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        if torch_threads:
-            torch.set_num_threads(int(torch_threads))
         self.torch = torch
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModel.from_pretrained(model_path)
         model.eval()

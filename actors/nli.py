@@ -51,21 +51,14 @@ class HHEMScorer:
         torch_threads: int | None = None,
         device: str | None = None,
     ):
-        import os
+        from actors._torch import start_torch
 
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub from a worker
-        import torch
+        torch, self.device = start_torch(torch_threads, device)
         from transformers import AutoTokenizer, T5Config, T5ForTokenClassification
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        if torch_threads:
-            torch.set_num_threads(int(torch_threads))
         self.torch = torch
         self.paths = locate_hhem(model, tokenizer)
         self.prompt = self.paths.prompt
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer = AutoTokenizer.from_pretrained(self.paths.tokenizer_dir)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -12,6 +14,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.environ.get("RAGSCALE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
 MTRAG = os.path.join(SHARED, "data", "mtrag")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+
+# vectara/open-rag-eval, read by the tests that compare ragscale with its code (they skip without it)
+ORAG_MIRROR = os.environ.get("RAGSCALE_ORAG_MIRROR", "/work/.mirror/vectara+open-rag-eval/repo")
+ORAG_COMMIT = "dfc4175b522d1605d3d53626a141302740b6267c"  # the commit the TREC judges' templates come from
+
+
+def orag_namespace(path: str) -> dict:
+    """Execute one open-rag-eval module at ORAG_COMMIT with its package imports stubbed out."""
+    try:
+        src = subprocess.run(["git", "-C", ORAG_MIRROR, "show", f"{ORAG_COMMIT}:{path}"], capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip(f"needs the open-rag-eval repository at {ORAG_COMMIT} in {ORAG_MIRROR}")
+    tree = ast.parse(src)
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.ImportFrom)
+                                              and (n.module or "").startswith(("open_rag_eval", "pydantic")))]
+    ns: dict = {name: object for name in ("BaseModel", "LLMJudgeModel", "RetrievalMetric", "AugmentedGenerationMetric",
+                                          "RetrievalResult", "RAGResult", "AugmentedGenerationResult")}
+    exec(compile(tree, path, "exec"), ns)
+    return ns
 
 
 def shared_file(name: str) -> str:

@@ -31,7 +31,6 @@ bad prompt).
 from __future__ import annotations
 
 import asyncio
-import copy
 import email.utils
 import json
 import os

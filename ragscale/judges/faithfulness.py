@@ -31,7 +31,7 @@ Both rounds go through the judge actor batched across records.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeRun, Undefined, load_json_object
 from ragscale.judges.templates import load_template

@@ -66,17 +66,23 @@ def _relevance(grades: Sequence[float | None], threshold: float) -> list[int | N
     return [None if g is None else int(g >= threshold) for g in grades]
 
 
+def _top_k(grades: Sequence[float | None], k: int, threshold: float) -> list | None:
+    """Relevance flags of the top K, or None when K exceeds the passages or a top-K grade is None."""
+    _check_k(k)
+    if not grades or k > len(grades):
+        return None
+    rel = _relevance(grades[:k], threshold)
+    return None if None in rel else rel
+
+
 def precision_at_k(grades: Sequence[float | None], k: int, threshold: float = RELEVANT_GRADE) -> float | None:
     """Precision@K = (relevant passages among the top K) / K, relevant = grade >= ``threshold``.
 
     As open-rag-eval: ``None`` when K exceeds the number of passages (open-rag-eval leaves
     that K out) or there are no passages; K = 0 gives 0.0. ``None`` also when a top-K grade
     is ``None``."""
-    _check_k(k)
-    if not grades or k > len(grades):
-        return None
-    rel = _relevance(grades[:k], threshold)
-    if None in rel:
+    rel = _top_k(grades, k, threshold)
+    if rel is None:
         return None
     return sum(rel) / k if k > 0 else 0.0
 
@@ -88,11 +94,8 @@ def average_precision_at_k(grades: Sequence[float | None], k: int, threshold: fl
     ``relevant_at_k``, not the total number of relevant passages or K; the seed's
     ``1/num_relevant`` reads the same); no relevant passage in the top K gives 0.0. ``None``
     in the same cases as :func:`precision_at_k`."""
-    _check_k(k)
-    if not grades or k > len(grades):
-        return None
-    rel = _relevance(grades[:k], threshold)
-    if None in rel:
+    rel = _top_k(grades, k, threshold)
+    if rel is None:
         return None
     precisions = []
     found = 0

@@ -109,7 +109,7 @@ def run_chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_report_renders_in_chromium(tmp_path):
-    exe = chromium()
+    chromium()  # fails under CI=true, skips elsewhere, when Chromium is absent
     run_dir = tmp_path / "trec-run"
     models = make_trec_run(str(run_dir))
     path = write_report(str(run_dir))

@@ -22,7 +22,7 @@ from ragscale.judges.templates import load_template
 from ragscale.metrics.nuggets import autonugget_scores, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import parse_generated_answer
 
-ORAG_MIRROR = "/work/.mirror/vectara+open-rag-eval/repo"
+from conftest import ORAG_MIRROR  # noqa: E402
 METRIC_KEYS = {"nuggets_all", "nuggets_vital", "nuggets_weighted", "nuggets_strict_all", "nuggets_strict_vital",
                "nuggets_strict_weighted", "nuggets_assignment_mean", "nuggets_count"}
 

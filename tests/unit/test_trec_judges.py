@@ -2,9 +2,7 @@
 driven by a scripted judge; where open-rag-eval's repository is mirrored locally, prompts and
 scores are also checked against its own metric classes run with the same scripted judge."""
 
-import ast
 import json
-import os
 import random
 import re
 import subprocess
@@ -16,8 +14,7 @@ from ragscale.judges import citation, no_answer, umbrela
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
 from ragscale.metrics.trec import parse_generated_answer
 
-ORAG_MIRROR = os.environ.get("RAGSCALE_ORAG_MIRROR", "/work/.mirror/vectara+open-rag-eval/repo")
-ORAG_COMMIT = "dfc4175b522d1605d3d53626a141302740b6267c"  # the commit the judges' templates come from
+from conftest import ORAG_COMMIT, ORAG_MIRROR, orag_namespace
 
 QUERY = "What is the capital of France?"
 PASSAGES = ["Paris is the capital of France.", "France is in Europe.", "Bananas are yellow."]
@@ -263,20 +260,6 @@ def test_citation_run_on_mtrag_record_uses_rank_ids():
 # --- against open-rag-eval's own code (only where its repository is mirrored) ------------------
 
 
-def orag_namespace(path: str) -> dict:
-    """Execute one open-rag-eval module at ORAG_COMMIT with its package imports stubbed out."""
-    try:
-        src = subprocess.run(["git", "-C", ORAG_MIRROR, "show", f"{ORAG_COMMIT}:{path}"], capture_output=True,
-                             text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip(f"needs the open-rag-eval repository at {ORAG_COMMIT} in {ORAG_MIRROR}")
-    tree = ast.parse(src)
-    tree.body = [n for n in tree.body if not (isinstance(n, ast.ImportFrom)
-                                              and (n.module or "").startswith(("open_rag_eval", "pydantic")))]
-    ns: dict = {name: object for name in ("BaseModel", "LLMJudgeModel", "RetrievalMetric", "AugmentedGenerationMetric",
-                                          "RetrievalResult", "RAGResult", "AugmentedGenerationResult")}
-    exec(compile(tree, path, "exec"), ns)
-    return ns
 
 
 class ScriptedOragModel:

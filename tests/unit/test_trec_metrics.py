@@ -2,10 +2,7 @@
 and citation precision/recall/F1, against hand-computed values and, where the reference repo is
 mirrored locally, against open-rag-eval's own code."""
 
-import ast
-import os
 import random
-import subprocess
 
 import pytest
 
@@ -18,8 +15,7 @@ from ragscale.metrics.trec import (
     umbrela_mean,
 )
 
-ORAG_MIRROR = os.environ.get("RAGSCALE_ORAG_MIRROR", "/work/.mirror/vectara+open-rag-eval/repo")
-ORAG_COMMIT = "dfc4175b522d1605d3d53626a141302740b6267c"  # the commit the judges' templates come from
+from conftest import orag_namespace
 
 G = [3, 0, 2, 1, 2]  # relevant (>= 2) at ranks 1, 3, 5
 
@@ -169,20 +165,6 @@ def test_citation_scores_details_and_weights():
 # --- against open-rag-eval's own code (only where its repository is mirrored) ------------------
 
 
-def orag_namespace(path: str) -> dict:
-    """Execute one open-rag-eval module at ORAG_COMMIT with its package imports stubbed out."""
-    try:
-        src = subprocess.run(["git", "-C", ORAG_MIRROR, "show", f"{ORAG_COMMIT}:{path}"], capture_output=True,
-                             text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip(f"needs the open-rag-eval repository at {ORAG_COMMIT} in {ORAG_MIRROR}")
-    tree = ast.parse(src)
-    tree.body = [n for n in tree.body if not (isinstance(n, ast.ImportFrom)
-                                              and (n.module or "").startswith(("open_rag_eval", "pydantic")))]
-    ns: dict = {name: object for name in ("BaseModel", "LLMJudgeModel", "RetrievalMetric", "AugmentedGenerationMetric",
-                                          "RetrievalResult", "RAGResult", "AugmentedGenerationResult")}
-    exec(compile(tree, path, "exec"), ns)
-    return ns
 
 
 def test_retrieval_metrics_equal_open_rag_eval():

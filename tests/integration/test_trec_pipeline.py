@@ -1,0 +1,180 @@
+"""+scenario=trec end to end through the CLI: open-rag-eval CSV in, the packaged SmolLM2 judge
+(llama.cpp), a tiny HHEM of the real layout, consistency across runs, open-rag-eval CSV
+export and the HTML report out."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration
+pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
+
+ROWS = [
+    # query_id, query, query_run, passage_id, passage, generated_answer
+    ("cap", "What is the capital of France?", "1", "[1]", "Paris is the capital of France.", "The capital is Paris [1]."),
+    ("cap", "What is the capital of France?", "1", "[2]", "Berlin is the capital of Germany.", ""),
+    ("cap", "What is the capital of France?", "2", "[1]", "Paris is the capital of France.", "Paris is the French capital [1]."),
+    ("cap", "What is the capital of France?", "2", "[2]", "Berlin is the capital of Germany.", ""),
+    ("wet", "Is water wet?", "1", "[1]", "Water makes things wet.", "NO_ANSWER"),
+    ("bad", "A broken row?", "one", "[1]", "Some passage.", "Some answer [1]."),
+]
+
+
+def write_csv(path, rows=ROWS) -> str:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["query_id", "query", "query_run", "passage_id", "passage", "generated_answer"])
+        w.writerows(rows)
+    return str(path)
+
+
+def run_cli(*overrides: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=trec", *overrides]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def records(out) -> dict:
+    recs = [json.loads(line) for line in open(os.path.join(out, "records.jsonl"))]
+    keys = [r["ragscale"]["record_key"] for r in recs]
+    assert len(keys) == len(set(keys)), "a record was written twice"
+    return {(r.get("query_id"), r.get("query_run")): r for r in recs}
+
+
+@pytest.fixture(scope="module")
+def trec_run(tmp_path_factory, tiny_hhem):
+    tmp = tmp_path_factory.mktemp("trec")
+    inp = write_csv(tmp / "model-a.csv")
+    out = tmp / "out"
+    args = (f"input={inp}", f"output_dir={out}", f"judge.cache_path={tmp / 'cache.sqlite'}",
+            "steps=[retrieval,citation,no_answer,hallucination,consistency]",
+            f"hallucination.model={tiny_hhem[0]}")
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    return out, args, res
+
+
+def test_every_record_once_with_metrics_or_a_clear_error(trec_run):
+    from ragscale.metrics.trec import average_precision_at_k, precision_at_k, reciprocal_rank
+
+    out, _, _ = trec_run
+    recs = records(out)
+    assert set(recs) == {("cap", 1), ("cap", 2), ("wet", 1), ("bad", None)}
+    bad = recs[("bad", None)]
+    assert bad["error"]["stage"] == "input" and "line 7" in bad["error"]["message"]
+    for run in (1, 2):
+        m = recs[("cap", run)]["metrics"]
+        grades = m["umbrela_scores"]
+        assert len(grades) == 2 and all(g in (0, 1, 2, 3) for g in grades)
+        assert m["umbrela_mean"] == pytest.approx(sum(grades) / 2)
+        assert m["P@1"] == precision_at_k(grades, 1) and m["AP@1"] == average_precision_at_k(grades, 1)
+        assert m["MRR"] == reciprocal_rank(grades) and m["P@3"] is None  # K beyond the passages, as open-rag-eval
+        assert 0.0 <= m["hhem"] <= 1.0
+        assert m["answered"] in (0.0, 1.0)
+        assert all(0.0 <= m[k] <= 1.0 for k in ("citation_precision", "citation_recall", "citation_f1"))
+        details = recs[("cap", run)]["ragscale"]["details"]
+        assert set(details) >= {"umbrela", "citation", "no_answer"}
+    wet = recs[("wet", 1)]
+    assert wet["error"] is None and wet["metrics"]["answered"] == 0.0  # NO_ANSWER: kept, not answered
+    assert wet["metrics"]["citation_f1"] is None and wet["metrics"]["hhem"] is None
+    reasons = {e["judge"]: e["reason"] for e in wet["ragscale"]["judge_errors"]}
+    assert "no generated answer" in reasons["citation"] and reasons["hhem"]
+    assert any("NO_ANSWER" in w for w in wet["ragscale"]["warnings"])
+
+
+def test_consistency_summary_export_and_report(trec_run):
+    out, _, res = trec_run
+    lines = [json.loads(x) for x in open(out / "consistency.jsonl")]
+    assert len(lines) == 1
+    c = lines[0]
+    assert c["query_id"] == "cap" and c["runs"] == [1, 2] and c["pairs"] == 1
+    assert 0.0 < c["similarity"]["bert_score"]["mean"] <= 1.0 + 1e-6
+    assert 0.0 < c["similarity"]["rougeL"]["mean"] < 1.0
+    assert c["metrics"]["umbrela_mean"]["n"] == 2
+    summary = json.load(open(out / "summary.json"))
+    assert summary["consistency"]["queries"] == 1 and "model-a" in summary["consistency"]["models"]
+    assert "umbrela_scores" not in [m for m in summary["models"]["model-a"]["metrics"] if summary["models"]["model-a"]["metrics"][m] is not None]
+    run = json.load(open(out / "run.json"))
+    assert run["status"] == "ok" and run["models"]["hallucination"]["found"] is True
+    assert run["judge_work"]["by_judge"]["umbrela"]["prompts"] == 5  # 2 + 2 passages, and the NO_ANSWER query's 1
+    assert run["outputs"]["html_report"] == "report.html" and (out / "report.html").stat().st_size > 1000
+    with open(out / run["outputs"]["open_rag_eval_csv"][0], newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["query_id"] for r in rows] == ["cap"]  # open-rag-eval skips NO_ANSWER and broken rows
+    assert json.loads(rows[0]["run_2_generation_score_no_answer_score"])["query_answered"] in ("yes", "no")
+    assert "UMBRELA" in res.stdout and "HHEM" in res.stdout
+
+
+def test_rerun_resumes_without_judge_work(trec_run):
+    out, args, _ = trec_run
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "already_done=4" in res.stdout
+    before = records(out)
+    assert len(before) == 4
+
+
+def test_absent_hhem_is_announced_and_null_or_a_named_judge_fallback(tmp_path):
+    inp = write_csv(tmp_path / "m.csv", ROWS[:2])
+    out = tmp_path / "out"
+    res = run_cli(f"input={inp}", f"output_dir={out}", "steps=[hallucination]", "hallucination.model=/nonexistent/hhem",
+                  "hallucination.judge_fallback=true", f"judge.cache_path={tmp_path / 'c.sqlite'}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    warn = res.stdout.index("HHEM unavailable")
+    assert warn < res.stdout.index("records (")  # said before the run starts
+    rec = records(out)[("cap", 1)]
+    assert rec["metrics"]["hhem"] is None
+    assert any(e["judge"] == "hhem" and "/nonexistent/hhem" in e["reason"] for e in rec["ragscale"]["judge_errors"])
+    fc = rec["metrics"]["factual_consistency_judge"]  # the opt-in judge score, under its own name
+    assert fc in (0.0, 0.5, 1.0) or any(e["judge"] == "factual_consistency" for e in rec["ragscale"]["judge_errors"])
+
+
+def test_nuggets_after_umbrela_in_the_pipeline(tmp_path):
+    inp = write_csv(tmp_path / "m.csv", ROWS[:2])
+    out = tmp_path / "out"
+    res = run_cli(f"input={inp}", f"output_dir={out}", "steps=[retrieval,nuggets]", f"judge.cache_path={tmp_path / 'c.sqlite'}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    rec = records(out)[("cap", 1)]
+    m = rec["metrics"]
+    if m["nuggets_count"] is None:  # a 135M judge may fail a round: then every nugget metric is null, with why
+        assert any(e["judge"] == "nuggets" for e in rec["ragscale"]["judge_errors"])
+        assert all(m[k] is None for k in m if k.startswith("nuggets_"))
+    else:
+        assert 1 <= m["nuggets_count"] <= 20
+        nuggets = rec["ragscale"]["details"]["nuggets"]["nuggets"]
+        assert len(nuggets) == m["nuggets_count"]
+        assert all(n["importance"] in ("vital", "okay") and n["assignment"] in ("support", "partial_support", "not_support")
+                   for n in nuggets)
+        assert 0.0 <= m["nuggets_all"] <= 1.0 and m["nuggets_assignment_mean"] == pytest.approx(m["nuggets_all"])
+    work = json.load(open(out / "run.json"))["judge_work"]["by_judge"]
+    assert work["nuggets"]["prompts"] >= 3  # creation, importance, assignment
+
+
+def test_mtrag_jsonl_through_the_trec_scenario(tmp_path):
+    out = tmp_path / "out"
+    sample = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
+    res = run_cli(f"input={sample}", f"output_dir={out}", "limit=2", "steps=[retrieval,no_answer]",
+                  f"judge.cache_path={tmp_path / 'c.sqlite'}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = [json.loads(x) for x in open(out / "records.jsonl")]
+    assert len(recs) == 2
+    for r in recs:
+        assert r["error"] is None
+        assert len(r["metrics"]["umbrela_scores"]) == len(r["contexts"])
+        assert r["metrics"]["answered"] in (0.0, 1.0)
+
+
+def test_bad_csv_header_is_one_line_before_ray(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("question,answer\nq,a\n")
+    res = run_cli(f"input={bad}", f"output_dir={tmp_path / 'out'}")
+    assert res.returncode == 2
+    assert res.stderr.startswith("ragscale: error:") and "bad.csv" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in res.stderr
