@@ -40,7 +40,7 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
             ds = ray.data.from_items(todo).map_batches(
                 PairwiseActor,
                 fn_constructor_kwargs={"encoder": encoder, "baseline": baseline},
-                compute=ActorPoolStrategy(size=1),
+                compute=ActorPoolStrategy(size=max(1, min(int(pool.get("size", 1)), len(todo)))),
                 batch_size=int(pool.get("batch_size", 256)),
                 batch_format="pyarrow",
                 num_cpus=float(pool.get("num_cpus", 1.0)),

@@ -1,0 +1,87 @@
+"""Consistency across runs (ragscale/metrics/consistency.py): statistics against numpy, ROUGE
+against rouge-score and by hand, grouping of runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragscale.metrics.consistency import collect_groups, describe, finish_group, pairs, rouge_n_f1, rouge_pair, summarize
+from ragscale.report.summary import record_scalar
+
+
+def test_describe_equals_numpy_and_open_rag_eval_stats():
+    vals = [0.2, 0.9, 0.4, 0.4, 1.0]
+    d = describe(vals)
+    a = np.array(vals)
+    assert d["n"] == 5
+    assert d["mean"] == pytest.approx(a.mean()) and d["median"] == pytest.approx(np.median(a))
+    assert d["std"] == pytest.approx(a.std()) and d["variance"] == pytest.approx(a.var())  # population, as np.std
+    assert d["cv"] == pytest.approx(a.std() / a.mean())
+    assert (d["min"], d["max"], d["max_min"]) == (0.2, 1.0, pytest.approx(0.8))
+    assert d["iqr"] == pytest.approx(np.percentile(a, 75) - np.percentile(a, 25))
+    assert d["consistency_adjusted_index"] == pytest.approx(a.mean() / (1 + a.std()))
+
+
+def test_describe_edge_cases():
+    assert describe([]) is None and describe([None, None]) is None
+    one = describe([0.5, None])
+    assert one["n"] == 1 and one["std"] == 0.0 and one["iqr"] == 0.0 and one["cv"] == 0.0
+    zero = describe([0.0, 0.0])
+    assert zero["cv"] is None and zero["consistency_adjusted_index"] == 0.0  # CV undefined at mean 0
+    assert describe([-1.0, 1.0])["cv"] is None
+
+
+def test_rouge_by_hand_and_symmetric():
+    a, b = "the cat sat", "The cat ran!"
+    r = rouge_pair(a, b)
+    assert r["rouge1"] == pytest.approx(2 / 3)  # 2 of 3 unigrams either way
+    assert r["rouge2"] == pytest.approx(1 / 2)  # "the cat" of 2 bigrams
+    assert r["rougeL"] == pytest.approx(2 / 3)  # LCS "the cat"
+    assert rouge_pair(b, a) == r
+    assert rouge_n_f1([], ["x"], 1) == 0.0 and rouge_n_f1(["x"], ["y"], 2) == 0.0
+
+
+def test_rouge_equals_rouge_score():
+    rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
+    texts = ["Paris is the capital of France, and the largest city.", "The capital of France is Paris.",
+             "France's capital: Paris (since 987).", "Berlin is in Germany."]
+    for i, j in pairs(len(texts)):
+        ours = rouge_pair(texts[i], texts[j])
+        for k in ("rouge1", "rouge2", "rougeL"):
+            ref = (scorer.score(texts[i], texts[j])[k].fmeasure + scorer.score(texts[j], texts[i])[k].fmeasure) / 2
+            assert ours[k] == pytest.approx(ref, abs=1e-12)
+
+
+def test_pairs_in_combinations_order():
+    assert pairs(3) == [(0, 1), (0, 2), (1, 2)] and pairs(1) == []
+
+
+def _rec(qid, run, answer, metrics, model="m", error=None):
+    return {"query_id": qid, "query_run": run, "generated_answer": answer, "model_id": model, "metrics": metrics,
+            "error": error, "ragscale": {"record_key": f"{qid}:{run}"}}
+
+
+def test_collect_groups_keeps_repeated_runs_only():
+    recs = [
+        _rec("q1", 1, "Paris [1].", {"umbrela_mean": 2.0, "P@1": 1.0}),
+        _rec("q2", 1, "Alone [1].", {"umbrela_mean": 1.0, "P@1": 0.0}),
+        _rec("q1", 2, "It is Paris [1][2].", {"umbrela_mean": 3.0, "P@1": 1.0}),
+        _rec("q1", 3, None, {"umbrela_mean": 1.0, "P@1": None}),
+        _rec("q1", 4, "x", {}, error={"stage": "input", "message": "bad"}),  # errored: left out
+        _rec("q1", 1, "Paris.", {"umbrela_mean": 0.0}, model="other"),  # another model's single run
+    ]
+    groups = collect_groups(recs, ["umbrela_mean", "P@1"], record_scalar)
+    assert len(groups) == 1
+    g = groups[0]
+    assert (g["model_id"], g["query_id"], g["runs"]) == ("m", "q1", [1, 2, 3])
+    assert g["answers"] == ["Paris", "It is Paris", ""]  # citation markers removed, as open-rag-eval's answer text
+    assert g["values"] == {"umbrela_mean": [2.0, 3.0, 1.0], "P@1": [1.0, 1.0, None]}
+    out = finish_group(g, [0.9])
+    assert out["answered_runs"] == 2 and out["pairs"] == 1
+    assert out["similarity"]["bert_score"]["mean"] == 0.9 and out["pairwise"]["rougeL"] == [pytest.approx(2 * (1 / 3) * 1 / (1 / 3 + 1))]
+    assert out["metrics"]["umbrela_mean"]["mean"] == pytest.approx(2.0) and out["metrics"]["P@1"]["n"] == 2
+    s = summarize([out])
+    assert s["m"]["queries"] == 1 and s["m"]["bert_score_mean"] == 0.9
+    assert s["m"]["umbrela_mean_std"] == pytest.approx(np.std([2.0, 3.0, 1.0]))

@@ -1,0 +1,91 @@
+"""The judge actor's round protocol (actors/judge.py) with a scripted engine: fan-out rounds
+batched across records, a failed item kept as data, empty rounds, judges in phases."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from ragscale.records import ROW_SCHEMA
+
+
+def _row(key, query, answer, passages):
+    raw = {"format": "open-rag-eval-csv", "query_id": key, "query": query, "query_run": 1,
+           "passages": [{"id": f"[{i + 1}]", "text": p} for i, p in enumerate(passages)],
+           "generated_answer": answer, "answer_status": "ok"}
+    return {"key": key, "model_id": "m", "task_id": key, "source_file": "f", "source_line": 1, "raw": json.dumps(raw),
+            "prediction": answer, "targets": [], "passages": passages, "answerability": None, "metrics": "{}",
+            "warnings": [], "error": None, "judge_errors": None, "stats": None, "details": None}
+
+
+@pytest.fixture
+def actor_with(monkeypatch, tmp_path):
+    import actors.judge as judge_mod
+    from actors.engines import Generation
+
+    calls: list[list[str]] = []
+
+    def make(respond, judges):
+        class Engine:
+            name, model = "scripted", "scripted"
+
+            def generate(self, prompts, temperature=0.0, seed=None):
+                calls.append([p.judge for p in prompts])
+                return [Generation(respond(p), 10, 3) for p in prompts]
+
+        monkeypatch.setattr(judge_mod, "build", lambda kwargs: Engine())
+        return judge_mod.JudgeActor({}, judges, str(tmp_path / "c.sqlite"), max_retries=1)
+
+    return make, calls
+
+
+def test_fan_out_round_spans_records_and_keeps_a_failed_item(actor_with):
+    make, calls = actor_with
+
+    def respond(p):
+        text = p.messages[-1]["content"]
+        return "not json" if "BROKEN" in text else json.dumps({"score": "3" if "Paris" in text else "0"})
+
+    rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital.", "BROKEN passage"]),
+            _row("b", "Capital of Italy?", "Rome [1].", ["Rome is the capital.", "Paris is in France."]),
+            _row("c", "No passages?", "None.", [])]
+    out = make(respond, ["umbrela"])(pa.Table.from_pylist(rows, schema=ROW_SCHEMA)).to_pylist()
+    # one engine call for all four passages of two records, then one re-ask for the broken one
+    assert calls == [["umbrela"] * 4, ["umbrela"]]
+    a, b, c = (json.loads(r["metrics"]) for r in out)
+    assert a == {"umbrela_scores": [3, None], "umbrela_mean": 3.0}
+    assert b == {"umbrela_scores": [0, 3], "umbrela_mean": 1.5}
+    assert c == {"umbrela_scores": None, "umbrela_mean": None}
+    errs = json.loads(out[0]["judge_errors"])
+    assert errs == [{"judge": "umbrela", "item": 1, "reason": "output is not JSON", "raw": "not json"}]
+    assert json.loads(out[2]["judge_errors"]) == [{"judge": "umbrela", "reason": "no passages", "undefined": True}]
+    assert json.loads(out[0]["details"])["umbrela"] == {"[1]": 3, "[2]": None}
+    stats = json.loads(out[0]["stats"])
+    assert stats["judge_prompts"] == 4 and stats["judge_parse_failures"] == 1 and stats["judge_retries"] == 1
+
+
+def test_phases_run_nuggets_after_umbrela_and_empty_rounds_finish(actor_with):
+    make, calls = actor_with
+
+    def respond(p):
+        if p.judge == "umbrela":
+            return json.dumps({"score": "2"})
+        if p.judge == "citation":
+            return json.dumps({"support": "full_support"})
+        schema = p.schema["properties"]
+        if "nuggets" in schema:
+            return json.dumps({"nuggets": ["Paris is the capital"]})
+        if "importance" in schema:
+            return json.dumps({"importance": ["vital"]})
+        return json.dumps({"assignment": ["support"]})
+
+    rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital."]),
+            _row("b", "Capital?", "No citations here.", ["Paris is the capital."])]  # citation: empty fan-out
+    out = make(respond, ["nuggets", "citation", "umbrela"])(pa.Table.from_pylist(rows, schema=ROW_SCHEMA)).to_pylist()
+    assert sorted(calls[0]) == ["citation", "umbrela", "umbrela"]  # b's citation round is empty: nothing asked
+    assert all(set(c) == {"nuggets"} for c in calls[1:])  # phase 2 only after phase 1's grades
+    a, b = (json.loads(r["metrics"]) for r in out)
+    assert a["umbrela_scores"] == [2] and a["nuggets_all"] == 1.0 and a["nuggets_count"] == 1 and a["citation_f1"] == 1.0
+    assert b["citation_f1"] == 0.0 and b["nuggets_vital"] == 1.0  # no citations; the scripted judge says "support"
