@@ -9,7 +9,9 @@ previous one. ragscale's judge actor takes a batch of queries and sends every ro
 every judge across all of them to the engine in one call (UMBRELA's passages, citation
 pairs and nugget batches are fan-out rounds; nuggets start once the batch's UMBRELA grades
 are in). Both sides use a fresh engine, no on-disk judge cache and no re-asks, so every
-score must agree; the output counts judge calls and wall time per query.
+score must agree with a deterministic engine (llama.cpp); vLLM's batched kernels may flip a
+greedy token of a small model, so the output lists the values that differ. It counts judge
+calls and wall time per query.
 
     .venv/bin/python benchmarks/trec.py [--records 6] [--judge local] [--judges umbrela citation no_answer]
     .venv-vllm/bin/python benchmarks/trec.py --judge vllm-cpu          # scripts/setup_vllm.sh
@@ -183,6 +185,8 @@ def main() -> None:
             "speedup": round(base_s / max(ours_s, 1e-9), 2),
             "values_compared": len(base_values),
             "values_equal": agree,
+            "values_differing": [{"record": i, "metric": m, "sequential": base_values[(i, m)], "actor": ours_values.get((i, m))}
+                                 for (i, m) in base_values if base_values[(i, m)] != ours_values.get((i, m))][:30],
         },
         args.out,
     )

@@ -104,6 +104,7 @@ CREATE_SCHEMA = {
         "nuggets": {
             "type": "array",
             "items": {"type": "string", "minLength": 1, "maxLength": MAX_NUGGET_CHARS},
+            "minItems": 1,  # the prompt never allows an empty list (its fallback is one "Not enough information" nugget)
             "maxItems": MAX_NUGGETS,
         }
     },
