@@ -14,3 +14,31 @@ def emit(result: dict, out: str | None) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as fh:
             fh.write(text + "\n")
+
+
+def judge_cli(doc: str, input_default: str, records: int, judges: list[str]):  # noqa: ANN201
+    """The judge benchmarks' shared command line: input, records, judge config and overrides,
+    judges, batch size, output file. Returns (parser, parsed args)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--input", default=input_default)
+    ap.add_argument("--records", type=int, default=records)
+    ap.add_argument("--judge", default="local", help="a conf/judge/*.yaml name")
+    ap.add_argument("--set", action="append", default=[], help="Hydra override, e.g. judge.model=/path")
+    ap.add_argument("--judges", nargs="+", default=judges, choices=judges)
+    ap.add_argument("--batch-size", type=int, default=32, help="records per judge-actor call (cluster.judge.batch_size)")
+    ap.add_argument("--out", default=None)
+    return ap, ap.parse_args()
+
+
+def judge_engine(scenario: str, args) -> tuple:  # noqa: ANN001
+    """(composed config, resolved engine kwargs) of ``--judge`` and ``--set`` for a scenario."""
+    from omegaconf import OmegaConf
+
+    from actors.engines import resolve
+    from ragscale.run import compose
+
+    cfg = compose([f"+scenario={scenario}", f"judge={args.judge}", *args.set])
+    return cfg, resolve(OmegaConf.to_container(cfg.judge, resolve=True),
+                        OmegaConf.to_container(cfg.cluster.judge, resolve=True))

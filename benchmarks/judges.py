@@ -19,7 +19,6 @@ wall times, the speed-up, generated tokens, and how many parsed scores agree.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -28,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import emit  # noqa: E402
+from _common import emit, judge_cli, judge_engine  # noqa: E402
 
 JUDGE_NAMES = ["idk", "ragas_faithfulness", "radbench"]
 
@@ -92,23 +91,11 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--input", default=os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
-    ap.add_argument("--records", type=int, default=12)
-    ap.add_argument("--judge", default="local", help="a conf/judge/*.yaml name")
-    ap.add_argument("--set", action="append", default=[], help="Hydra override, e.g. judge.model=/path")
-    ap.add_argument("--judges", nargs="+", default=JUDGE_NAMES, choices=JUDGE_NAMES)
-    ap.add_argument("--batch-size", type=int, default=32, help="records per judge-actor call (cluster.judge.batch_size)")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
+    ap, args = judge_cli(__doc__, os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"), 12, JUDGE_NAMES)
 
-    from omegaconf import OmegaConf
+    from actors.engines import build
 
-    from actors.engines import build, resolve
-    from ragscale.run import compose
-
-    cfg = compose(["+scenario=mtrag", f"judge={args.judge}", *args.set])
-    kwargs = resolve(OmegaConf.to_container(cfg.judge, resolve=True), OmegaConf.to_container(cfg.cluster.judge, resolve=True))
+    cfg, kwargs = judge_engine("mtrag", args)
     rows = load_rows(args.input, args.records)
 
     t0 = time.perf_counter()
