@@ -18,7 +18,7 @@ import pyarrow as pa
 from actors.engines import build
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
 from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
-from ragscale.pipeline.stages import add_stats, apply_per_record, to_table
+from ragscale.pipeline.stages import add_judge_errors, add_stats, apply_per_record, to_table
 
 _COUNTERS = ("prompts", "cache_hits", "generations", "retries", "parse_failures", "engine_errors",
              "prompt_tokens", "completion_tokens")
@@ -192,10 +192,7 @@ class JudgeActor:
             if result is not None:  # a plain score: MT-RAG's one-element list
                 m[spec.metric + suffix] = [float(result)]
         row["metrics"] = json.dumps(m)
-        if errors:
-            errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
-            errs.extend({**e, **({"tag": self.tag} if self.tag else {})} for e in errors)
-            row["judge_errors"] = json.dumps(errs)
+        add_judge_errors(row, ({**e, **({"tag": self.tag} if self.tag else {})} for e in errors))
 
     @staticmethod
     def _advance(key, runs, current, final, value, first: bool = False) -> None:  # noqa: ANN001

@@ -147,6 +147,19 @@ def query_of(obj: dict) -> str:
     return ""
 
 
+def answer_of(obj: dict) -> str | None:
+    """The evaluated answer of an input or output record: open-rag-eval's ``generated_answer``
+    when the record has one (``None`` for a run without an answer), else MT-RAG's
+    ``predictions[0].text``; ``None`` when it is not a string."""
+    if obj.get("format") == ORAG_FORMAT or "generated_answer" in obj:
+        answer = obj.get("generated_answer")
+    else:
+        preds = obj.get("predictions")
+        first = preds[0] if isinstance(preds, list) and preds else None
+        answer = first.get("text") if isinstance(first, dict) else first
+    return answer if isinstance(answer, str) else None
+
+
 def passage_ids_of(obj: dict, n: int) -> list[str]:
     """Ids of a record's ``n`` passages, in order: open-rag-eval's ``passage_id`` values
     (``"[1]"``, ...) for normalized CSV records; for MT-RAG ``contexts`` the bracketed

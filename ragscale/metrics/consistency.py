@@ -108,6 +108,7 @@ def collect_groups(records: Iterable[dict], metrics: Sequence[str],
     have an answer. Each group: model_id, query_id, runs, answers (citations removed), and
     per metric the per-run numbers (``scalar(name, value)`` turns a value into a number)."""
     from ragscale.metrics.trec import answer_text
+    from ragscale.records import answer_of
 
     groups: dict[tuple[str, str], dict] = {}
     for rec in records:
@@ -116,8 +117,7 @@ def collect_groups(records: Iterable[dict], metrics: Sequence[str],
             continue
         g = groups.setdefault(key, {"model_id": key[0], "query_id": key[1], "runs": [], "answers": [],
                                     "values": {m: [] for m in metrics}})
-        answer = rec.get("generated_answer") if "generated_answer" in rec else \
-            ((rec.get("predictions") or [{}])[0] or {}).get("text")
+        answer = answer_of(rec)
         g["runs"].append(run_of(rec))
         g["answers"].append(answer_text(answer).strip() if isinstance(answer, str) else "")
         for m in metrics:

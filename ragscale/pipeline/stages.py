@@ -36,6 +36,15 @@ def add_stats(rows: list[dict], **values: float) -> None:
         rows[0]["stats"] = json.dumps(t)
 
 
+def add_judge_errors(row: dict, entries: Iterable[dict]) -> None:
+    """Append entries (``{judge, reason, raw?, undefined?, ...}``) to the row's ``judge_errors`` JSON list."""
+    entries = list(entries)
+    if entries:
+        errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
+        errs.extend(entries)
+        row["judge_errors"] = json.dumps(errs)
+
+
 def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[str], enabled: Iterable[str]) -> dict:
     """MT-RAG's lexical step-1 metrics for one record, in MT-RAG's value shapes."""
     enabled = set(enabled)
@@ -199,9 +208,7 @@ def null_metric(batch: pa.Table, *, metric: str, judge: str, reason: str) -> pa.
         m = json.loads(row["metrics"])
         m[metric] = None
         row["metrics"] = json.dumps(m)
-        errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
-        errs.append({"judge": judge, "reason": reason, "undefined": True})
-        row["judge_errors"] = json.dumps(errs)
+        add_judge_errors(row, [{"judge": judge, "reason": reason, "undefined": True}])
     return to_table(rows)
 
 

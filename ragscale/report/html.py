@@ -200,16 +200,6 @@ def _trim(obj: Any, depth: int = 0) -> Any:
     return obj
 
 
-def _answer_of(rec: dict) -> str:
-    """The evaluated answer: open-rag-eval's ``generated_answer``, else MT-RAG's ``predictions[0].text``."""
-    if isinstance(rec.get("generated_answer"), str):
-        return rec["generated_answer"]
-    preds = rec.get("predictions")
-    if isinstance(preds, list) and preds and isinstance(preds[0], dict) and isinstance(preds[0].get("text"), str):
-        return preds[0]["text"]
-    return ""
-
-
 class _Scan:
     """One streaming pass over records.jsonl."""
 
@@ -296,7 +286,7 @@ class _Scan:
 
     @staticmethod
     def _info(rec: dict, model: str, key: str, metrics: dict) -> dict:
-        from ragscale.records import query_of
+        from ragscale.records import answer_of, query_of
         from ragscale.report.summary import record_scalar
 
         values: dict[str, Any] = {}
@@ -313,7 +303,7 @@ class _Scan:
             "record": key,
             "model": model,
             "query": trunc(query_of(rec), 3000),
-            "answer": trunc(_answer_of(rec), 5000),
+            "answer": trunc(answer_of(rec) or "", 5000),
             "metrics": values,
             "details": _trim(rs.get("details") or {}),
             "judge_errors": _trim([e for e in rs.get("judge_errors") or [] if isinstance(e, dict)][:20]),

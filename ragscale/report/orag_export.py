@@ -62,7 +62,7 @@ from typing import Any, Iterable
 
 from ragscale.io.output import RECORDS, iter_records
 from ragscale.metrics.trec import parse_generated_answer
-from ragscale.records import query_of
+from ragscale.records import answer_of, query_of
 
 RUN_FIELDS = (
     "retrieved_passages",
@@ -115,17 +115,9 @@ def _passages(rec: dict) -> list[tuple[str, str]]:
 
 
 def _answer(rec: dict) -> str | None:
-    if rec.get("format") is not None or "generated_answer" in rec:
-        a = rec.get("generated_answer")
-    else:
-        preds = rec.get("predictions")
-        first = preds[0] if isinstance(preds, list) and preds else None
-        a = first.get("text") if isinstance(first, dict) else first
-    return a if isinstance(a, str) and a.strip() else None
-
-
-def _query(rec: dict) -> str:
-    return rec["query"] if isinstance(rec.get("query"), str) else query_of(rec)
+    """The record's answer, ``None`` when it has none or only blanks."""
+    a = answer_of(rec)
+    return a if a and a.strip() else None
 
 
 def _skipped(rec: dict) -> bool:
@@ -274,7 +266,7 @@ def export_orag_csv(records: Iterable[dict], out_path: str) -> int:
             continue
         prov = rec.get("ragscale") or {}
         qid = rec.get("query_id") or rec.get("task_id") or prov.get("record_key") or f"record-{seq}"
-        q = queries.setdefault(str(qid), {"query": _query(rec), "order": _order(rec, seq), "runs": []})
+        q = queries.setdefault(str(qid), {"query": query_of(rec), "order": _order(rec, seq), "runs": []})
         q["order"] = min(q["order"], _order(rec, seq))
         run = rec.get("query_run")
         q["runs"].append((run if isinstance(run, int) else 1, _order(rec, seq), _run_cells(rec)))

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import MTRAG_STEPS, lookup
-from ragscale.records import answerability_of
+from ragscale.records import answer_of, answerability_of
 
 ALL = "ALL"
 
@@ -148,8 +148,7 @@ def _answerability(rec: dict) -> str:
 
 
 def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
-    preds = rec.get("predictions")
-    pred = preds[0].get("text") if isinstance(preds, list) and preds and isinstance(preds[0], dict) else rec.get("generated_answer")
+    pred = answer_of(rec)
     err = rec.get("error") or {}
     m = rec.get("metrics") or {}
     return {
@@ -159,7 +158,7 @@ def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
         "conversation_id": None if rec.get("conversation_id") is None else str(rec.get("conversation_id")),
         "turn": None if rec.get("turn") is None else str(rec.get("turn")),
         "answerability": _answerability(rec),
-        "prediction": pred if isinstance(pred, str) else None,
+        "prediction": pred,
         "metrics": {k: m.get(k) for k in metrics},
         "error_stage": err.get("stage"),
         "error_message": err.get("message"),
