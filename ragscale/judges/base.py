@@ -112,13 +112,17 @@ class JudgeResult:
 FanOut = list[Step]
 
 
-def drive(run: JudgeRun, respond: Callable[[JudgePrompt], str]) -> Any:
+def drive(run: JudgeRun, respond: Callable[[JudgePrompt], str],
+          on_round: Callable[[Any], None] | None = None) -> Any:
     """Run a judge generator to completion with ``respond`` as the engine (no re-asks): for
     unit tests of judges and for one-off scripts. A parse failure of a single step raises
-    JudgeParseError; in a fan-out round it is delivered as ``Failed``."""
+    JudgeParseError; in a fan-out round it is delivered as ``Failed``. ``on_round`` sees each
+    yielded round (a step, or a fan-out list of steps) before it is answered."""
     try:
         step = next(run)
         while True:
+            if on_round is not None:
+                on_round(step)
             if isinstance(step, list):
                 answers: list[Any] = []
                 for prompt, parse in step:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from ragscale.judges import nuggets
-from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, drive
+from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, Undefined, drive
 from ragscale.judges.templates import load_template
 from ragscale.metrics.nuggets import autonugget_scores, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import parse_generated_answer
@@ -223,25 +223,15 @@ def scripted(prompt: JudgePrompt) -> str:
 def drive_rounds(run, respond: Callable[[JudgePrompt], str]) -> tuple[Any, list]:
     """``drive`` that also logs the rounds: ("single", kind) or ("fanout", [(kind, batch size)])."""
     rounds: list = []
-    try:
-        step = next(run)
-        while True:
-            if isinstance(step, list):
-                rounds.append(("fanout", [(kind_of(p), len(_ours_content(p.messages[0]["content"])["nuggets"]))
-                                          for p, _ in step]))
-                answers = []
-                for prompt, parse in step:
-                    raw = respond(prompt)
-                    try:
-                        answers.append(parse(raw))
-                    except JudgeParseError as e:
-                        answers.append(Failed(e.reason, raw))
-                step = run.send(answers)
-            else:
-                rounds.append(("single", kind_of(step[0])))
-                step = run.send(step[1](respond(step[0])))
-    except StopIteration as stop:
-        return stop.value, rounds
+
+    def log(step) -> None:  # noqa: ANN001
+        if isinstance(step, list):
+            rounds.append(("fanout", [(kind_of(p), len(_ours_content(p.messages[0]["content"])["nuggets"]))
+                                      for p, _ in step]))
+        else:
+            rounds.append(("single", kind_of(step[0])))
+
+    return drive(run, respond, on_round=log), rounds
 
 
 def _record(passages: list[str], grades: list, answer: str = "An answer.", query: str = "What is it?"):
