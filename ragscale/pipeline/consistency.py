@@ -28,10 +28,8 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
     todo = [t for t in todo if len(t["answers"]) >= 2]
     if todo:
         import ray
-        from ray.data import ActorPoolStrategy
-
         from actors.encoder import PairwiseActor
-        from ragscale.pipeline.execute import init_ray
+        from ragscale.pipeline.execute import actor_pool, init_ray
 
         started = not ray.is_initialized()
         init_ray(cluster)
@@ -40,11 +38,8 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
             ds = ray.data.from_items(todo).map_batches(
                 PairwiseActor,
                 fn_constructor_kwargs={"encoder": encoder, "baseline": baseline},
-                compute=ActorPoolStrategy(size=max(1, min(int(pool.get("size", 1)), len(todo)))),
-                batch_size=int(pool.get("batch_size", 256)),
                 batch_format="pyarrow",
-                num_cpus=float(pool.get("num_cpus", 1.0)),
-                num_gpus=float(pool.get("num_gpus", 0.0)),
+                **actor_pool(pool, 256, max_size=len(todo)),
             )
             for row in ds.iter_rows():
                 bert[int(row["i"])] = list(row["bert_score_f1"])

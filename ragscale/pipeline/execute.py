@@ -48,6 +48,20 @@ def _panel_tags(plan: Plan) -> dict[str, list[str]]:
     return out
 
 
+def actor_pool(pool: dict, batch_size: int, max_size: int | None = None) -> dict:
+    """``map_batches`` arguments of an actor pool from its ``cluster.<pool>`` config: the
+    ActorPoolStrategy (``size``, at most ``max_size``), batch size, CPUs and GPUs per actor."""
+    from ray.data import ActorPoolStrategy
+
+    size = int(pool.get("size", 1))
+    return {
+        "compute": ActorPoolStrategy(size=max(1, min(size, max_size)) if max_size is not None else size),
+        "batch_size": int(pool.get("batch_size", batch_size)),
+        "num_cpus": float(pool.get("num_cpus", 1.0)),
+        "num_gpus": float(pool.get("num_gpus", 0.0)),
+    }
+
+
 def init_ray(cluster: dict) -> dict:
     """Start or connect to Ray; returns a description for run.json."""
     import ray
@@ -79,7 +93,7 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
     texts requested/encoded/cached, tokens, truncations).
     """
     import ray
-    from ray.data import ActorPoolStrategy, DataContext
+    from ray.data import DataContext
 
     if not plan.ray_progress_bars:  # quiet mode: ragscale prints its own progress lines
         logging.getLogger("ray.data").setLevel(logging.ERROR)
@@ -107,11 +121,8 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
         ds = ds.map_batches(
             EncoderActor,
             fn_constructor_kwargs={"encoder": plan.encoder, "metrics": list(plan.metrics), "baseline": plan.baseline},
-            compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
-            batch_size=int(pool.get("batch_size", 256)),
             batch_format="pyarrow",
-            num_cpus=float(pool.get("num_cpus", 1.0)),
-            num_gpus=float(pool.get("num_gpus", 0.0)),
+            **actor_pool(pool, 256),
         )  # Ray Data restarts dead actors and retries their batches by default
     if "nli" in plan.stages:
         if plan.nli:
@@ -121,11 +132,8 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
             ds = ds.map_batches(
                 NLIActor,
                 fn_constructor_kwargs=plan.nli,
-                compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
-                batch_size=int(pool.get("batch_size", 16)),
                 batch_format="pyarrow",
-                num_cpus=float(pool.get("num_cpus", 1.0)),
-                num_gpus=float(pool.get("num_gpus", 0.0)),
+                **actor_pool(pool, 16),
             )
         else:
             from ragscale.pipeline.stages import null_metric
@@ -140,11 +148,8 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
             ds = ds.map_batches(
                 JudgeActor,
                 fn_constructor_kwargs=kwargs,
-                compute=ActorPoolStrategy(size=int(pool.get("size", 1))),
-                batch_size=int(pool.get("batch_size", 16)),
                 batch_format="pyarrow",
-                num_cpus=float(pool.get("num_cpus", 1.0)),
-                num_gpus=float(pool.get("num_gpus", 0.0)),
+                **actor_pool(pool, 16),
             )
     if "derive" in plan.stages:
         # Tiny CPU work: a fractional CPU so it is never starved by actors holding every core.
