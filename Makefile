@@ -6,7 +6,7 @@ PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-vllm setup-browser run run-trec test bench clean
+.PHONY: setup setup-vllm setup-browser run run-trec run-custom test bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -22,6 +22,9 @@ run: setup
 
 run-trec: setup
 	$(PY) -m ragscale.run +scenario=trec $(ARGS)
+
+run-custom: setup
+	$(PY) -m ragscale.run +scenario=custom $(ARGS)
 
 test: setup setup-vllm setup-browser
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)

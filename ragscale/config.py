@@ -69,6 +69,7 @@ class MetricsConf:
     hallucination: List[str] = field(default_factory=list)
     no_answer: List[str] = field(default_factory=list)
     consistency: List[str] = field(default_factory=list)
+    custom: List[str] = field(default_factory=list)  # seed "Evaluation Metrics Documentation"
 
 
 @dataclass
@@ -95,6 +96,15 @@ class TrecConf:
 
 
 @dataclass
+class CustomConf:
+    """Custom answer metrics (seed "Evaluation Metrics Documentation"). ``expectations``: a YAML
+    file of per-question fact checks (docs/metrics.md; a bare file name is looked up in
+    ragscale/data), needed by fact_score, rules_coverage and is_correct."""
+
+    expectations: Optional[str] = None
+
+
+@dataclass
 class RagscaleConf:
     scenario_name: Optional[str] = None
     sample: Optional[str] = None
@@ -112,6 +122,7 @@ class RagscaleConf:
     cluster: ClusterConf = field(default_factory=ClusterConf)
     trec: TrecConf = field(default_factory=TrecConf)
     hallucination: HallucinationConf = field(default_factory=HallucinationConf)
+    custom: CustomConf = field(default_factory=CustomConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run

@@ -86,12 +86,18 @@ def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
     open-rag-eval skips (no answer, ``NO_ANSWER``, ``API_ERROR``) is kept with an empty
     prediction and a warning, so its judged metrics are null with that reason.
 
+    RAGAS-style records (``user_input``, ``response``, ``reference``, ``retrieved_contexts``,
+    or ragas' legacy ``question``, ``answer``, ``ground_truth``, ``contexts``): the
+    response, ``[reference]`` when given, and the contexts.
+
     Raises RecordError(stage="input") with a precise message for a bad record.
     """
     if not isinstance(obj, dict):
         raise RecordError("input", f"record must be a JSON object, got {type(obj).__name__}")
     if obj.get("format") == ORAG_FORMAT:
         return _orag_fields(obj)
+    if is_ragas_layout(obj):
+        return _ragas_fields(obj)
     preds = obj.get("predictions")
     if not isinstance(preds, list) or not preds:
         raise RecordError("input", "record has no 'predictions' (a non-empty list of {'text': ...})")
@@ -109,6 +115,39 @@ def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
         "prediction": _text(preds[0], "predictions[0].text"),
         "targets": [_text(t, f"targets[{i}].text") for i, t in enumerate(targets)],
         "passages": [_text(c, f"contexts[{i}].text") for i, c in enumerate(contexts)],
+        "answerability": answerability_of(obj),
+    }
+
+
+RAGAS_ANSWER = ("response", "answer")  # ragas' EvaluationDataset names, then its legacy (0.1) names
+RAGAS_QUESTION = ("user_input", "question")
+RAGAS_REFERENCE = ("reference", "ground_truth")
+RAGAS_CONTEXTS = ("retrieved_contexts", "contexts")
+
+
+def is_ragas_layout(obj: dict) -> bool:
+    """A RAGAS-style record: ``user_input``/``response`` (ragas' SingleTurnSample) or the legacy
+    ``question``/``answer``, and no MT-RAG ``predictions``."""
+    return "predictions" not in obj and any(k in obj for k in RAGAS_ANSWER)
+
+
+def _first_key(obj: dict, keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if obj.get(k) is not None), None)
+
+
+def _ragas_fields(obj: dict) -> dict:
+    """prediction = ``response`` (or ``answer``); targets = ``[reference]`` (or ``ground_truth``)
+    when present; passages = ``retrieved_contexts`` (or ``contexts``), strings or ``{text}``."""
+    key = _first_key(obj, RAGAS_ANSWER) or "response"
+    ref = _first_key(obj, RAGAS_REFERENCE)
+    ctx_key = _first_key(obj, RAGAS_CONTEXTS)
+    contexts = obj.get(ctx_key) if ctx_key else []
+    if not isinstance(contexts, list):
+        raise RecordError("input", f"'{ctx_key}' must be a list of strings, got {type(contexts).__name__}")
+    return {
+        "prediction": _text(obj.get(key), key),
+        "targets": [_text(obj[ref], ref)] if ref else [],
+        "passages": [_text(c, f"{ctx_key}[{i}]") for i, c in enumerate(contexts)],
         "answerability": answerability_of(obj),
     }
 
@@ -137,8 +176,9 @@ def _orag_fields(obj: dict) -> dict:
 def query_of(obj: dict) -> str:
     """The question a record answers: open-rag-eval's ``query``, else the last user turn of
     MT-RAG's ``input`` conversation, else ``""``."""
-    if isinstance(obj.get("query"), str):
-        return obj["query"]
+    for k in ("query", *RAGAS_QUESTION):
+        if isinstance(obj.get(k), str):
+            return obj[k]
     turns = obj.get("input")
     if isinstance(turns, list):
         for t in reversed(turns):
@@ -153,6 +193,8 @@ def answer_of(obj: dict) -> str | None:
     ``predictions[0].text``; ``None`` when it is not a string."""
     if obj.get("format") == ORAG_FORMAT or "generated_answer" in obj:
         answer = obj.get("generated_answer")
+    elif is_ragas_layout(obj):
+        answer = obj.get(_first_key(obj, RAGAS_ANSWER) or "response")
     else:
         preds = obj.get("predictions")
         first = preds[0] if isinstance(preds, list) and preds else None

@@ -60,6 +60,7 @@ class Setup:
     panel_kwargs: list = field(default_factory=list)  # one JudgeActor's arguments per panel member
     nli_kwargs: dict = field(default_factory=dict)  # actors.nli.NLIActor arguments (HHEM found)
     nli_unavailable: str | None = None  # why hhem will be null
+    expectations: Any = None  # ragscale.io.expectations.Expectations (custom.expectations)
 
     def panel_columns(self) -> list[str]:
         """The per-panel-judge metrics (``<metric>@<judge name>``) reported next to their median."""
@@ -73,6 +74,8 @@ class Setup:
         judge = {k: self.judge_conf.get(k) for k in ("engine", "model", "seed")} if "judge" in self.stages else None
         out = {"scenario": scenario, "steps": self.steps, "metrics": self.metrics, "encoder": enc,
                "judge": judge, "inputs": [f.path for f in self.files]}
+        if self.expectations is not None:
+            out["expectations_sha256"] = self.expectations.sha256
         if self.panel_kwargs:
             out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")} for c in self.panel_confs]
         return out
@@ -127,6 +130,17 @@ def validate(cfg: Any) -> Setup:
         encoder_conf=OmegaConf.to_container(cfg.encoder, resolve=True),
         judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
     )
+    fact_metrics = [m for m in metrics if m in ("fact_score", "rules_coverage", "is_correct")]
+    if cfg.custom.expectations:
+        from ragscale.io.expectations import load_expectations
+
+        path = cfg.custom.expectations
+        if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(os.path.join(DATA_DIR, path)):
+            path = os.path.join(DATA_DIR, path)
+        setup.expectations = load_expectations(path)
+    elif fact_metrics:
+        raise UserError(f"{', '.join(fact_metrics)} need custom.expectations=FILE.yaml (per-question fact checks; "
+                        "see docs/metrics.md), or leave them out of metrics.custom")
     if "encoder" in setup.stages or "consistency" in steps:
         from ragscale.models import resolve_model_path
 
@@ -213,6 +227,7 @@ def _run_stages(cfg: Any, setup: Setup, todo: list, writer: Any, printer: Callab
                 panel=setup.panel_kwargs,
                 nli=setup.nli_kwargs,
                 nli_unavailable=setup.nli_unavailable,
+                expectations=setup.expectations,
                 cluster=OmegaConf.to_container(cfg.cluster, resolve=True),
                 ray_progress_bars=cfg.ray_progress_bars,
             )

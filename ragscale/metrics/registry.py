@@ -56,6 +56,11 @@ _SPECS = [
     MetricSpec("hhem", "nli", "hallucination", "record"),
     MetricSpec("factual_consistency_judge", "judge", "hallucination", "record"),  # opt-in, never a silent HHEM substitute
     MetricSpec("answered", "judge", "no_answer", "record"),
+    # custom answer metrics (seed "Evaluation Metrics Documentation"): pure functions of the
+    # answer and the reference, plus the per-question fact checks of custom.expectations
+    *(MetricSpec(n, "lexical", "custom", "record") for n in (
+        "exact_match", "keyword_coverage", "number_match", "answer_completeness", "source_citation",
+        "fact_score", "rules_coverage", "is_correct")),
 ]
 # derive-stage metrics that condition another metric: name -> (base metric, with the underspecified rule)
 CONDITIONED = {
@@ -107,6 +112,7 @@ STEPS: dict[str, str | None] = {
     "hallucination": None,
     "no_answer": None,
     "consistency": None,  # across runs of a query (query_run > 1): a pass after the pipeline
+    "custom": None,
 }
 
 

@@ -32,6 +32,7 @@ class Plan:
     panel: list = field(default_factory=list)  # JudgeActor arguments per judge-panel member (with its tag)
     nli: dict = field(default_factory=dict)  # NLIActor arguments (HHEM found)
     nli_unavailable: str | None = None  # why HHEM is not run (the metric is null with this reason)
+    expectations: Any = None  # ragscale.io.expectations.Expectations (custom.expectations), or None
     cluster: dict = field(default_factory=dict)
     ray_progress_bars: bool = False
 
@@ -111,7 +112,7 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
         load_and_lexical,
         batch_size=chunk,
         batch_format="pyarrow",
-        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics)},
+        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "expectations": plan.expectations},
         num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
     )
     if "encoder" in plan.stages:

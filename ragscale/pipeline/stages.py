@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 
 from ragscale.errors import RecordError
+from ragscale.io.expectations import check
 from ragscale.io.inputs import InputFile, Pointer, read_raw
 from ragscale.metrics.aggregate import rb_agg
+from ragscale.metrics.custom import CUSTOM_METRICS, custom_metrics
 from ragscale.metrics.conditioning import harmonic_mean, idk_conditioned, idk_underspecified_conditioned
 from ragscale.metrics.registry import CONDITIONED, HMEANS
 from ragscale.metrics.lexical import extractiveness, length_words, recall, rouge_l_tokens, rouge_tokenize
-from ragscale.records import ROW_SCHEMA, error_json, extract_fields
+from ragscale.records import ROW_SCHEMA, error_json, extract_fields, query_of
+
+FACT_METRICS = ("fact_score", "rules_coverage", "is_correct")
 
 
 def to_table(rows: list[dict]) -> pa.Table:
@@ -79,18 +83,21 @@ def pointer_table(pointers: Sequence[Pointer]) -> pa.Table:
     )
 
 
-def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str]) -> pa.Table:
-    """Stage 1: read the records the pointer rows name, validate them, compute lexical metrics.
+def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str],
+                     expectations: Any = None) -> pa.Table:
+    """Stage 1: read the records the pointer rows name, validate them, compute lexical metrics
+    (and the custom metrics, with the fact checks of ``expectations``).
 
     One output row per pointer row."""
     t0 = time.perf_counter()
     pointers = [Pointer(**p) for p in batch.to_pylist()]
-    rows = [_record_row(files, p, raw, metrics) for p, raw in zip(pointers, read_raw(files, pointers))]
+    rows = [_record_row(files, p, raw, metrics, expectations) for p, raw in zip(pointers, read_raw(files, pointers))]
     add_stats(rows, time_lexical_s=time.perf_counter() - t0)
     return to_table(rows)
 
 
-def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str]) -> dict:
+def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str],
+                expectations: Any = None) -> dict:
     f = files[p.file_idx]
     row = {
         "key": p.key(files),
@@ -122,12 +129,41 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
                 row["task_id"] = str(obj["task_id"])
         row.update(extract_fields(obj, need_targets=needs_targets(metrics)))
         try:
-            row["metrics"] = json.dumps(lexical_metrics(row["prediction"], row["targets"], row["passages"], metrics))
+            m = lexical_metrics(row["prediction"], row["targets"], row["passages"], metrics)
+            if CUSTOM_NAMES & set(metrics):
+                m.update(custom_record_metrics(row, obj, metrics, expectations))
+            row["metrics"] = json.dumps(m)
         except Exception as e:  # noqa: BLE001 - one bad record must not stop the run
             raise RecordError("lexical", f"{type(e).__name__}: {e}") from None
     except RecordError as e:
         row["error"] = error_json(e.stage, e.message)
     return row
+
+
+CUSTOM_NAMES = frozenset({*CUSTOM_METRICS, *FACT_METRICS})
+
+
+def custom_record_metrics(row: dict, obj: dict, metrics: Sequence[str], expectations: Any) -> dict:
+    """The custom answer metrics of one record (seed "Evaluation Metrics Documentation") and
+    its fact checks; the checks' outcomes go to ``details.fact_checks``. Reference-based
+    metrics are null with a warning when the record has no reference answer."""
+    enabled = set(metrics)
+    answer = row["prediction"] or ""
+    reference = row["targets"][0] if row["targets"] else None
+    out = custom_metrics(answer, reference, enabled)
+    if reference is None and enabled & (set(CUSTOM_METRICS) - {"source_citation"}):
+        row["warnings"] = [*row["warnings"], "no reference answer: the reference-based custom metrics are null"]
+    wanted = [n for n in FACT_METRICS if n in enabled]
+    if wanted:
+        exp = expectations.find(row["task_id"], query_of(obj)) if expectations is not None else None
+        scores, details = check(exp, answer) if exp is not None else ({}, None)
+        for n in wanted:
+            out[n] = scores.get(n)
+        if details is not None:
+            d = json.loads(row["details"]) if row.get("details") else {}
+            d["fact_checks"] = details
+            row["details"] = json.dumps(d)
+    return out
 
 
 def needs_targets(metrics: Sequence[str]) -> bool:

@@ -1,0 +1,59 @@
+"""+scenario=custom end to end through the CLI on the bundled sample (RAGAS-style JSONL) with
+the bundled fact checks: real Ray pipeline, no judge, no model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def run_cli(*overrides: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=custom", *overrides]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_custom_scenario_on_bundled_sample(tmp_path):
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({"task_id": "HCW_1", "model_id": "gamma", "user_input": "q", "response": "$18.40"})
+                     + "\n" + "not json\n")
+    res = run_cli(f"input=[{os.path.join(ROOT, 'ragscale', 'data', 'custom_sample.jsonl')},{extra}]",
+                  f"output_dir={tmp_path / 'out'}")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    recs = [json.loads(line) for line in open(tmp_path / "out" / "records.jsonl")]
+    keys = [r["ragscale"]["record_key"] for r in recs]
+    assert len(recs) == 10 and len(set(keys)) == 10  # every record exactly once, the bad line included
+    bad = [r for r in recs if r["error"]]
+    assert len(bad) == 1 and bad[0]["error"]["stage"] == "input"
+    by = {(r["model_id"], r.get("task_id")): r for r in recs if not r["error"]}
+    m = by[("breeze-3b", "HCW_3")]["metrics"]
+    assert m["is_correct"] == 0.0 and m["fact_score"] == 0.0  # "I cannot calculate ..."
+    assert by[("breeze-3b", "HCW_3")]["ragscale"]["details"]["fact_checks"]["cannot_calculate"] == ["cannot calculate"]
+    m = by[("atlas-7b", "HCW_2")]["metrics"]
+    assert m["rules_coverage"] == 1.0 and m["is_correct"] is None
+    assert by[("atlas-7b", "HCW_1")]["metrics"]["exact_match"] == 1.0
+    # no reference: reference-based metrics null with a warning; the fact checks still run
+    g = by[("gamma", "HCW_1")]
+    assert g["metrics"]["exact_match"] is None and g["metrics"]["fact_score"] == 0.5
+    assert any("no reference answer" in w for w in g["ragscale"]["warnings"])
+    summary = json.load(open(tmp_path / "out" / "summary.json"))
+    assert summary["models"]["atlas-7b"]["metrics"]["is_correct"] == 1.0
+    assert summary["models"]["breeze-3b"]["metrics"]["rules_coverage"] == pytest.approx(1 / 3)
+
+
+def test_bad_expectations_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "exp.yaml"
+    bad.write_text("questions:\n  - id: q1\n    facts:\n      - {name: x, pattern: '('}\n")
+    res = run_cli(f"custom.expectations={bad}", f"output_dir={tmp_path / 'out'}")
+    assert res.returncode == 2
+    assert "question q1: facts[0] (x).pattern is not a valid regular expression" in res.stderr + res.stdout
+    assert "Traceback" not in res.stderr
+    res = run_cli("custom.expectations=null", f"output_dir={tmp_path / 'out2'}")
+    assert res.returncode == 2 and "need custom.expectations" in res.stderr + res.stdout
