@@ -6,7 +6,7 @@ PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-vllm setup-browser run run-trec run-custom test bench clean
+.PHONY: setup setup-vllm setup-browser run run-trec run-custom run-taxonomy test bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -25,6 +25,9 @@ run-trec: setup
 
 run-custom: setup
 	$(PY) -m ragscale.run +scenario=custom $(ARGS)
+
+run-taxonomy: setup
+	$(PY) -m ragscale.run +scenario=taxonomy $(ARGS)
 
 test: setup setup-vllm setup-browser
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)

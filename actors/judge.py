@@ -46,11 +46,12 @@ class JudgeActor:
     error for the prompt, the metric is ``null`` and the record's ``judge_errors`` keeps
     the reason and the raw text. A metric that is undefined for a record (e.g. RL_F with
     no passages) is ``null`` with its reason in ``judge_errors`` marked ``undefined``.
-    ``tag`` (judge panels) writes metrics as ``<metric>@<tag>``.
+    ``tag`` (judge panels) writes metrics as ``<metric>@<tag>``. ``options`` (judge name ->
+    keyword arguments) configures a judge's start, e.g. the taxonomy's top-K.
     """
 
     def __init__(self, engine: Mapping[str, Any], judges: Sequence[str], cache_path: str | None,
-                 max_retries: int = 1, tag: str | None = None):
+                 max_retries: int = 1, tag: str | None = None, options: Mapping[str, Mapping[str, Any]] | None = None):
         self.engine = build(engine)
         self.engine_name = self.engine.name
         self.model_name = self.engine.model
@@ -58,6 +59,7 @@ class JudgeActor:
         self.phases = judge_phases(self.judges)
         self.max_retries = int(max_retries)
         self.tag = tag
+        self.options = {k: dict(v) for k, v in (options or {}).items()}
         self.cache = None
         if cache_path:
             from ragscale.judges.cache import JudgeCache
@@ -139,7 +141,7 @@ class JudgeActor:
             obj = json.loads(row["raw"])
             for spec in specs:
                 key = (r, spec.name)
-                runs[key] = spec.start(obj, row)
+                runs[key] = spec.start(obj, row, **self.options.get(spec.name, {}))
                 self._advance(key, runs, current, final, None, first=True)
         while current:
             flat: list[tuple[tuple[int, str], int | None]] = []  # (key, item index in a fan-out | None)

@@ -70,6 +70,7 @@ class MetricsConf:
     no_answer: List[str] = field(default_factory=list)
     consistency: List[str] = field(default_factory=list)
     custom: List[str] = field(default_factory=list)  # seed "Evaluation Metrics Documentation"
+    taxonomy: List[str] = field(default_factory=list)  # seed "Metrics Taxonomy"
 
 
 @dataclass
@@ -93,6 +94,14 @@ class TrecConf:
 
     k_values: List[int] = field(default_factory=lambda: [1, 3, 5])
     export_csv: bool = True  # also write open-rag-eval's results CSV per model
+
+
+@dataclass
+class TaxonomyConf:
+    """The label-based taxonomy (seed "Metrics Taxonomy"). ``k``: the top-K chunks that are
+    labelled and scored (``null``: every retrieved chunk); with fewer chunks, K_i = their number."""
+
+    k: Optional[int] = 5
 
 
 @dataclass
@@ -123,6 +132,7 @@ class RagscaleConf:
     trec: TrecConf = field(default_factory=TrecConf)
     hallucination: HallucinationConf = field(default_factory=HallucinationConf)
     custom: CustomConf = field(default_factory=CustomConf)
+    taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run

@@ -76,6 +76,8 @@ class Setup:
                "judge": judge, "inputs": [f.path for f in self.files]}
         if self.expectations is not None:
             out["expectations_sha256"] = self.expectations.sha256
+        if self.judge_kwargs.get("options"):
+            out["judge_options"] = self.judge_kwargs["options"]
         if self.panel_kwargs:
             out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")} for c in self.panel_confs]
         return out
@@ -204,6 +206,13 @@ def validate(cfg: Any) -> Setup:
             "cache_path": os.path.abspath(j["cache_path"]) if j["cache_path"] else None,
             "max_retries": j["max_retries"],
         }
+        k = cfg.taxonomy.k
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise UserError(f"taxonomy.k must be a positive integer or null (every chunk), got {k!r}")
+        options = {name: {"k": k} for name in ("taxonomy_retrieval", "taxonomy_grounding")
+                   if name in setup.judge_kwargs["judges"]}
+        if options:
+            setup.judge_kwargs["options"] = options
     return setup
 
 

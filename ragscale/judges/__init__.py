@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ragscale.judges import (citation, factual_consistency, faithfulness, idk, no_answer, nuggets, radbench, umbrela,
-                             underspecified)
+from ragscale.judges import (citation, factual_consistency, faithfulness, idk, no_answer, nuggets, radbench, taxonomy,
+                             umbrela, underspecified)
 from ragscale.judges.base import JudgeResult, JudgeRun, single
 
 
@@ -19,7 +19,7 @@ class JudgeSpec:
     name: str
     metric: str  # the metric a plain score fills (MT-RAG judges); the first of ``metrics``
     version: str
-    start: Callable[[dict, dict], JudgeRun]  # (raw input object, pipeline row) -> judge run
+    start: Callable[..., JudgeRun]  # (raw input object, pipeline row, **the actor's options for it) -> judge run
     metrics: tuple[str, ...] = ()  # every metric the judge fills (default: ``metric``)
     after: tuple[str, ...] = ()  # judges whose metrics it reads from the row (run first)
 
@@ -60,6 +60,12 @@ _TREC = (
               factual_consistency.start),
 )
 
+_TAXONOMY = tuple(JudgeSpec(name, metrics[0], taxonomy.VERSION, start, metrics)
+                  for name, start, metrics in ((taxonomy.RETRIEVAL, taxonomy.retrieval, taxonomy.METRICS[taxonomy.RETRIEVAL]),
+                                               (taxonomy.GROUNDING, taxonomy.grounding, taxonomy.METRICS[taxonomy.GROUNDING]),
+                                               (taxonomy.GENERATION, taxonomy.generation,
+                                                taxonomy.METRICS[taxonomy.GENERATION])))
+
 JUDGES: dict[str, JudgeSpec] = {
     s.name: s
     for s in (
@@ -68,6 +74,7 @@ JUDGES: dict[str, JudgeSpec] = {
         JudgeSpec(radbench.NAME, "RB_llm", radbench.VERSION, _radbench),
         JudgeSpec(underspecified.NAME, "underspecified_eval", underspecified.VERSION, _underspecified),
         *_TREC,
+        *_TAXONOMY,
     )
 }
 # metric -> judge name

@@ -61,6 +61,12 @@ _SPECS = [
     *(MetricSpec(n, "lexical", "custom", "record") for n in (
         "exact_match", "keyword_coverage", "number_match", "answer_completeness", "source_citation",
         "fact_score", "rules_coverage", "is_correct")),
+    # the label-based taxonomy (seed "Metrics Taxonomy"): per-example scores from 0/1 labels
+    *(MetricSpec(n, "judge", "taxonomy", "record") for n in (
+        "TopicalPrecision@K", "SufficiencyHit@K", "SufficiencyRate@K", "MisleadingContextRate@K", "MRR@K", "NDCG@K",
+        "GroundingPresenceRate", "UnsupportedClaimRate", "ContradictionRate", "CitationPresenceRate",
+        "ConditionalFabricationRate", "ProperActionRate", "OnTopicRate", "HelpfulnessRate", "IncompletenessRate",
+        "UnsafeContentRate")),
 ]
 # derive-stage metrics that condition another metric: name -> (base metric, with the underspecified rule)
 CONDITIONED = {
@@ -113,6 +119,7 @@ STEPS: dict[str, str | None] = {
     "no_answer": None,
     "consistency": None,  # across runs of a query (query_run > 1): a pass after the pipeline
     "custom": None,
+    "taxonomy": None,
 }
 
 

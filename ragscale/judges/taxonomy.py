@@ -1,0 +1,188 @@
+"""Label annotators of the metric taxonomy (seed "Metrics Taxonomy"): three judges, one per
+label family, and the per-example metrics computed from their labels
+(ragscale/metrics/taxonomy.py).
+
+Labels come from the input record when present: human annotations win. The layout is a
+``labels`` object on the record::
+
+    "labels": {"chunks": [{"topically_relevant": 1, "evidence_sufficient": 0, "misleading": 0}, ...],
+               "support_present": 1, "source_cited": 0, ..., "helpful": 1, ...}
+
+(``chunks`` in rank order, one per retrieved passage; values 0/1 or true/false; any subset may
+be given). A judge is asked only where a family has labels missing: one prompt per top-K chunk
+lacking a label (a fan-out round), one prompt per record for the answer family and for the
+generation family; a label the input has is kept even when the judge is asked for its family.
+Each label's source (``input`` or ``judge``) is in the record's details. Outputs are constrained
+JSON (0/1 per label); the untrusted texts are delimited in tags that the prompt declares as data.
+
+Only the top-K chunks are labelled (``taxonomy.k``, default 5; ``null`` = every retrieved
+chunk); with fewer than K chunks, K_i is the number retrieved.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
+                                  load_json_object)
+from ragscale.judges.templates import load_template
+from ragscale.metrics.taxonomy import (ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS, GENERATION_METRICS,
+                                       GROUNDING_METRICS, RETRIEVAL_METRICS, generation_scores, grounding_scores,
+                                       retrieval_scores)
+from ragscale.records import query_of
+
+VERSION = "ragscale-taxonomy-v1"
+RETRIEVAL, GROUNDING, GENERATION = "taxonomy_retrieval", "taxonomy_grounding", "taxonomy_generation"
+DEFAULT_K = 5
+
+
+def _schema(labels: Sequence[str]) -> dict:
+    return {"type": "object", "properties": {lab: {"type": "integer", "enum": [0, 1]} for lab in labels},
+            "required": list(labels)}
+
+
+def _prompt(judge: str, template: str, labels: Sequence[str], body: str) -> JudgePrompt:
+    return JudgePrompt(judge, VERSION, ({"role": "user", "content": load_template(template) + body},),
+                       _schema(labels), max_tokens=16 * len(labels) + 16)
+
+
+def chunk_prompt(query: str, chunk: str) -> JudgePrompt:
+    """The chunk-family prompt for one (query, chunk)."""
+    return _prompt(RETRIEVAL, "taxonomy_chunk_v1", CHUNK_LABELS, f"<query>\n{query}\n</query>\n<chunk>\n{chunk}\n</chunk>\n")
+
+
+def answer_prompt(query: str, chunks: Sequence[str], answer: str) -> JudgePrompt:
+    """The answer-family prompt: the query, the top-K chunks numbered [1].. and the answer."""
+    ctx = "\n".join(f"[{i + 1}] {c}" for i, c in enumerate(chunks)) or "(no context was retrieved)"
+    return _prompt(GROUNDING, "taxonomy_answer_v1", ANSWER_LABELS,
+                   f"<query>\n{query}\n</query>\n<context>\n{ctx}\n</context>\n<answer>\n{answer}\n</answer>\n")
+
+
+def generation_prompt(conversation: str, answer: str) -> JudgePrompt:
+    """The generation-family prompt: the conversation (or query) and the answer."""
+    return _prompt(GENERATION, "taxonomy_generation_v1", GENERATION_LABELS,
+                   f"<conversation>\n{conversation}\n</conversation>\n<answer>\n{answer}\n</answer>\n")
+
+
+def parser(judge: str, labels: Sequence[str]):  # noqa: ANN201
+    """A parser of ``{label: 0|1, ...}`` for ``labels``; anything else raises JudgeParseError."""
+
+    def parse(raw: str) -> dict[str, int]:
+        obj = load_json_object(judge, raw)
+        out = {}
+        for lab in labels:
+            v = obj.get(lab)
+            if isinstance(v, bool) or v not in (0, 1):
+                raise JudgeParseError(judge, raw, f"{lab} is {v!r}, not 0 or 1")
+            out[lab] = int(v)
+        return out
+
+    return parse
+
+
+def _label(value: Any, where: str) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    raise ValueError(f"input {where} must be 0 or 1 (or true/false), got {value!r}")
+
+
+def input_labels(obj: dict) -> tuple[list[dict[str, int]], dict[str, int]]:
+    """The record's own labels: (per-chunk label dicts in rank order, record-level labels);
+    a malformed value raises ValueError naming it."""
+    raw = obj.get("labels")
+    if raw is None:
+        return [], {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"input labels must be an object, got {type(raw).__name__}")
+    chunks_raw = raw.get("chunks") or []
+    if not isinstance(chunks_raw, list) or not all(isinstance(c, dict) for c in chunks_raw):
+        raise ValueError("input labels.chunks must be a list of objects (one per retrieved chunk, in rank order)")
+    chunks = [{lab: _label(c[lab], f"labels.chunks[{i}].{lab}") for lab in CHUNK_LABELS if c.get(lab) is not None}
+              for i, c in enumerate(chunks_raw)]
+    record = {lab: _label(raw[lab], f"labels.{lab}") for lab in (*ANSWER_LABELS, *GENERATION_LABELS)
+              if raw.get(lab) is not None}
+    return chunks, record
+
+
+def _conversation(obj: dict) -> str:
+    from ragscale.judges.idk import inquiry
+
+    turns = obj.get("input")
+    return inquiry(turns) if isinstance(turns, list) and turns else query_of(obj)
+
+
+def _top_k(row: dict, k: int | None) -> list[str]:
+    passages = list(row.get("passages") or [])
+    return passages if k is None else passages[:k]
+
+
+def retrieval(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
+    """Chunk labels for the top-K chunks (input first, the judge for the missing ones) and the
+    six retrieval metrics."""
+    chunks = _top_k(row, k)
+    given, _ = input_labels(obj)
+    if not chunks:
+        return Undefined("no retrieved chunks: the retrieval metrics are undefined")
+    labels = [dict(given[i]) if i < len(given) else {} for i in range(len(chunks))]
+    sources = [{lab: "input" for lab in lab_i} for lab_i in labels]
+    ask = [i for i, lab_i in enumerate(labels) if set(CHUNK_LABELS) - set(lab_i)]
+    parse = parser(RETRIEVAL, CHUNK_LABELS)
+    query = query_of(obj)
+    answers: list[Any] = (yield [(chunk_prompt(query, chunks[i]), parse) for i in ask]) if ask else []
+    failed = []
+    for i, ans in zip(ask, answers):
+        if isinstance(ans, Failed):
+            failed.append(i)
+            continue
+        for lab in CHUNK_LABELS:
+            if lab not in labels[i]:
+                labels[i][lab] = ans[lab]
+                sources[i][lab] = "judge"
+    details = {"k": len(chunks), "chunks": labels, "sources": sources}
+    if failed:
+        details["failed_chunks"] = failed
+        return JudgeResult({m: None for m in RETRIEVAL_METRICS}, details)
+    return JudgeResult(retrieval_scores(labels), details)
+
+
+def _record_family(judge: str, labels_wanted: Sequence[str], obj: dict, prompt: JudgePrompt | None):  # noqa: ANN202
+    _, given = input_labels(obj)
+    labels = {lab: given[lab] for lab in labels_wanted if lab in given}
+    sources = {lab: "input" for lab in labels}
+    if len(labels) < len(labels_wanted):
+        if prompt is None:
+            return None, {"labels": labels, "sources": sources}
+        ans = yield prompt, parser(judge, labels_wanted)
+        for lab in labels_wanted:
+            if lab not in labels:
+                labels[lab] = ans[lab]
+                sources[lab] = "judge"
+    return labels, {"labels": labels, "sources": sources}
+
+
+def grounding(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
+    """Answer labels (input first, else one judge prompt) and the five grounding metrics."""
+    answer = row.get("prediction") or ""
+    prompt = answer_prompt(query_of(obj), _top_k(row, k), answer) if answer.strip() else None
+    labels, details = yield from _record_family(GROUNDING, ANSWER_LABELS, obj, prompt)
+    if labels is None:
+        return Undefined("no answer to annotate and no input labels")
+    scores = grounding_scores(labels)
+    if scores["ConditionalFabricationRate"] is None:
+        details["undefined"] = {"ConditionalFabricationRate": "nothing is cited (source_cited = 0)"}
+    return JudgeResult(scores, details)
+
+
+def generation(obj: dict, row: dict) -> JudgeRun:
+    """Generation labels (input first, else one judge prompt) and the five generation metrics."""
+    answer = row.get("prediction") or ""
+    prompt = generation_prompt(_conversation(obj), answer) if answer.strip() else None
+    labels, details = yield from _record_family(GENERATION, GENERATION_LABELS, obj, prompt)
+    if labels is None:
+        return Undefined("no answer to annotate and no input labels")
+    return JudgeResult(generation_scores(labels), details)
+
+
+METRICS = {RETRIEVAL: RETRIEVAL_METRICS, GROUNDING: tuple(GROUNDING_METRICS), GENERATION: tuple(GENERATION_METRICS)}

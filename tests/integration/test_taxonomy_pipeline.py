@@ -1,0 +1,66 @@
+"""+scenario=taxonomy end to end through the CLI: the bundled sample plus a record with a bad
+label, the packaged SmolLM2 judge (llama.cpp) for the labels the input lacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration
+pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
+
+SAMPLE = os.path.join(ROOT, "ragscale", "data", "taxonomy_sample.jsonl")
+
+
+def test_taxonomy_scenario(tmp_path):
+    recs = [json.loads(line) for line in open(SAMPLE)]
+    keep = [r for r in recs if r["task_id"] in ("lib-2", "lib-4")]  # full input labels, and no chunks
+    bad = {**keep[0], "task_id": "lib-bad", "labels": {"helpful": "very"}}
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in [*keep, bad]))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=taxonomy", f"input={inp}", f"output_dir={out}",
+           f"judge.cache_path={tmp_path / 'cache.sqlite'}", "taxonomy.k=1"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    got = [json.loads(line) for line in open(out / "records.jsonl")]
+    keys = [r["ragscale"]["record_key"] for r in got]
+    assert len(got) == 5 and len(set(keys)) == 5  # every record exactly once
+    by = {(r["model_id"], r["task_id"]): r for r in got}
+
+    err = by[("quill-2b", "lib-bad")]["error"]
+    assert err["stage"] == "judge" and "labels.helpful must be 0 or 1" in err["message"]
+
+    # quill-2b lib-2 carries every label: all from the input, none asked of the judge; K = 1
+    q = by[("quill-2b", "lib-2")]
+    d = q["ragscale"]["details"]
+    assert d["taxonomy_retrieval"]["k"] == 1 and d["taxonomy_retrieval"]["sources"] == [
+        dict.fromkeys(("topically_relevant", "evidence_sufficient", "misleading"), "input")]
+    assert set(d["taxonomy_grounding"]["sources"].values()) == {"input"}
+    assert q["metrics"]["TopicalPrecision@K"] == 1.0 and q["metrics"]["NDCG@K"] == 1.0
+    assert q["metrics"]["ConditionalFabricationRate"] == 0.0 and q["metrics"]["HelpfulnessRate"] == 1.0
+
+    # sable-7b lib-2 has no labels: the judge gives them, constrained to 0/1
+    s = by[("sable-7b", "lib-2")]
+    assert set(s["ragscale"]["details"]["taxonomy_generation"]["sources"].values()) == {"judge"}
+    for name in ("GroundingPresenceRate", "ProperActionRate", "TopicalPrecision@K"):
+        assert s["metrics"][name] in (0.0, 1.0, None)
+    # no chunks: retrieval metrics undefined (null) with the reason
+    u = by[("sable-7b", "lib-4")]
+    assert u["metrics"]["MRR@K"] is None and u["metrics"]["NDCG@K"] is None
+    assert any(e.get("undefined") and "no retrieved chunks" in e["reason"] for e in u["ragscale"]["judge_errors"])
+
+    summary = json.load(open(out / "summary.json"))
+    assert set(summary["models"]) == {"quill-2b", "sable-7b"}
+    assert summary["models"]["quill-2b"]["metrics"]["HelpfulnessRate"] is not None
+    # the judge is asked only for missing labels: sable lib-2's one chunk (K = 1), and the answer
+    # and generation families of the three records without labels
+    by_judge = json.load(open(out / "run.json"))["judge_work"]["by_judge"]
+    assert {j: w["prompts"] for j, w in by_judge.items()} == {
+        "taxonomy_retrieval": 1, "taxonomy_grounding": 3, "taxonomy_generation": 3}
