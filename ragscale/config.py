@@ -114,6 +114,18 @@ class CustomConf:
 
 
 @dataclass
+class AgreementConf:
+    """Judge-vs-human agreement at the end of a run (as ``python -m ragscale.agree``): ``human``
+    is the ratings file, ``pairs`` a list of ``HUMAN=METRIC`` (default: same-named metrics);
+    written to output_dir/agreement/."""
+
+    human: Optional[str] = None
+    pairs: List[str] = field(default_factory=list)
+    bootstrap: int = 1000
+    seed: int = 0
+
+
+@dataclass
 class RagscaleConf:
     scenario_name: Optional[str] = None
     sample: Optional[str] = None
@@ -133,6 +145,7 @@ class RagscaleConf:
     hallucination: HallucinationConf = field(default_factory=HallucinationConf)
     custom: CustomConf = field(default_factory=CustomConf)
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)
+    agreement: AgreementConf = field(default_factory=AgreementConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run

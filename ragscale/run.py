@@ -132,6 +132,12 @@ def validate(cfg: Any) -> Setup:
         encoder_conf=OmegaConf.to_container(cfg.encoder, resolve=True),
         judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
     )
+    if cfg.agreement.human:
+        from ragscale.report.agreement import parse_pairs
+
+        if not os.path.isfile(cfg.agreement.human):
+            raise UserError(f"agreement.human: no such file: {cfg.agreement.human}")
+        parse_pairs(list(cfg.agreement.pairs))
     fact_metrics = [m for m in metrics if m in ("fact_score", "rules_coverage", "is_correct")]
     if cfg.custom.expectations:
         from ragscale.io.expectations import load_expectations
@@ -414,6 +420,16 @@ def _exports(cfg: Any, setup: Setup, out_dir: str, printer: Callable[[str], None
             out["open_rag_eval_csv"] = [os.path.relpath(p, out_dir) for p in export_orag_csv_by_model(out_dir)]
         except Exception as e:  # noqa: BLE001
             printer(f"[ragscale] warning: open-rag-eval CSV export failed: {type(e).__name__}: {e}")
+    if cfg.agreement.human:
+        try:
+            from ragscale.report.agreement import agreement, write_outputs
+
+            result = agreement(out_dir, cfg.agreement.human, list(cfg.agreement.pairs),
+                               n_boot=cfg.agreement.bootstrap, seed=cfg.agreement.seed)
+            paths = write_outputs(result, os.path.join(out_dir, "agreement"))
+            out["agreement"] = [os.path.relpath(p, out_dir) for p in sorted(paths.values())]
+        except Exception as e:  # noqa: BLE001
+            printer(f"[ragscale] warning: judge-vs-human agreement failed: {type(e).__name__}: {e}")
     if cfg.html_report:
         try:
             from ragscale.report.html import write_report

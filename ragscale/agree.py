@@ -1,0 +1,58 @@
+"""``python -m ragscale.agree RUN_DIR --human FILE [--pair HUMAN=METRIC ...]``
+
+Judge-vs-human agreement of a run's per-record metrics (see :mod:`ragscale.report.agreement`):
+Spearman, Kendall, Cohen's kappa and accuracy with bootstrap confidence intervals, per model and
+overall. Writes agreement.{json,csv,md,png} (default RUN_DIR/agreement/) and prints the table.
+Bad input is one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import NoReturn, Sequence
+
+from ragscale.errors import UserError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, no usage block
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m ragscale.agree",
+                description="Agreement between a ragscale run's metrics and human ratings or labels.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="ragscale output_dir holding records.jsonl")
+    p.add_argument("--human", required=True, metavar="FILE",
+                   help="human ratings: MT-RAG human-evaluation JSON, or JSONL/CSV with task_id [model_id] "
+                        "(or record_key, or query_id + query_run) and one column per metric")
+    p.add_argument("--pair", action="append", default=[], metavar="HUMAN=METRIC",
+                   help="compare human metric HUMAN with run metric METRIC (repeatable); default: same names")
+    p.add_argument("--output", "-o", default=None, help="output folder (default RUN_DIR/agreement)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.bootstrap < 0:
+        print("python -m ragscale.agree: error: --bootstrap must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        from ragscale.report.agreement import agreement, to_markdown, write_outputs
+
+        result = agreement(args.run_dir, args.human, args.pair, n_boot=args.bootstrap, seed=args.seed)
+        paths = write_outputs(result, args.output or os.path.join(args.run_dir, "agreement"))
+    except UserError as exc:
+        print(f"python -m ragscale.agree: error: {exc}", file=sys.stderr)
+        return 2
+    print(to_markdown(result))
+    print(f"\nwrote {', '.join(sorted(paths.values()))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
