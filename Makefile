@@ -6,7 +6,7 @@ PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-vllm setup-browser run run-trec run-custom run-taxonomy test bench clean
+.PHONY: setup setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -28,6 +28,9 @@ run-custom: setup
 
 run-taxonomy: setup
 	$(PY) -m ragscale.run +scenario=taxonomy $(ARGS)
+
+run-ragas: setup
+	$(PY) -m ragscale.run +scenario=ragas $(ARGS)
 
 test: setup setup-vllm setup-browser
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)

@@ -10,6 +10,7 @@ that recur across batches (a task's reference and passages in a model sweep).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import OrderedDict
 from typing import Any, Mapping, Sequence
@@ -51,6 +52,11 @@ class Encoder:
         limit = min(self.tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", 10**9))
         self.max_length = int(max_length or limit)
         self.special = {self.tokenizer.cls_token_id, self.tokenizer.sep_token_id}
+        st_config = os.path.join(model_path, "sentence_bert_config.json")
+        self.sentence_max_length = self.max_length
+        if os.path.isfile(st_config):
+            with open(st_config) as fh:
+                self.sentence_max_length = min(self.max_length, int(json.load(fh).get("max_seq_length") or self.max_length))
         self.batch_tokens = int(batch_tokens)
         self.cache: OrderedDict[str, TokenEmbedding] = OrderedDict()
         self.cache_bytes = 0
@@ -117,6 +123,27 @@ class Encoder:
             start = end
         return result
 
+    def sentence_embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Sentence embeddings ``[len(texts), dim]``: the mean of the last kept layer's token
+        states over the attention mask, L2-normalised, i.e. sentence-transformers' mean pooling
+        + Normalize (the packaged all-MiniLM-L6-v2's own pipeline). Inputs are truncated to the
+        model's sentence-transformers ``max_seq_length`` (256 for MiniLM) when it declares one,
+        else to ``max_length``."""
+        torch = self.torch
+        limit = self.sentence_max_length
+        out = []
+        for i in range(0, len(texts), batch_size):
+            enc = self.tokenizer(list(texts[i:i + batch_size]), padding=True, truncation=True,
+                                 max_length=limit, return_tensors="pt")
+            mask = enc["attention_mask"].to(self.device)
+            with torch.inference_mode():
+                hidden = self.model(input_ids=enc["input_ids"].to(self.device), attention_mask=mask)[0]
+                pooled = (hidden * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+            out.append(pooled.float().cpu().numpy())
+            self.stats["texts_encoded"] += len(texts[i:i + batch_size])
+        return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
     def _remember(self, text: str, emb: TokenEmbedding) -> None:
         size = emb.vectors.nbytes + emb.weights.nbytes + len(text)
         if size > self.cache_limit:
@@ -163,6 +190,38 @@ class EncoderActor:
         apply_per_record(rows, "encoder", self._score)
         deltas = {f"encoder_{k}": v - before[k] for k, v in self.encoder.stats.items()}
         add_stats(rows, time_encoder_s=time.perf_counter() - t0, **deltas)
+        return to_table(rows)
+
+
+class RelevancyActor:
+    """Ray Data actor, after the judges: ragas answer relevancy's cosine between the user
+    question and the judge's generated questions (``details.ragas_answer_relevancy``), with
+    sentence embeddings of the run's encoder (ragscale.metrics.relevancy)."""
+
+    def __init__(self, encoder: Mapping[str, Any]):
+        self.encoder = Encoder(**encoder)
+
+    def _score(self, rows: list[dict]) -> None:
+        from ragscale.metrics.relevancy import answer_relevancy_score
+
+        todo = []
+        for r in rows:
+            d = (json.loads(r["details"]) if r.get("details") else {}).get("ragas_answer_relevancy")
+            if d and d.get("generated"):
+                todo.append((r, d))
+        texts = sorted({t for _, d in todo for t in (d["question"], *d["generated"])})
+        vecs = dict(zip(texts, self.encoder.sentence_embed(texts))) if texts else {}
+        for r, d in todo:
+            m = json.loads(r["metrics"])
+            m["answer_relevancy"] = answer_relevancy_score(vecs[d["question"]], [vecs[q] for q in d["generated"]],
+                                                           d["generated"], d["noncommittal"])
+            r["metrics"] = json.dumps(m)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        t0 = time.perf_counter()
+        rows = batch.to_pylist()
+        apply_per_record(rows, "relevancy", self._score)
+        add_stats(rows, time_relevancy_s=time.perf_counter() - t0)
         return to_table(rows)
 
 

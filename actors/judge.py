@@ -67,18 +67,22 @@ class JudgeActor:
             self.cache = JudgeCache(cache_path)
 
     def _generate(self, prompts: list[JudgePrompt], attempt: int, stats: _Stats) -> list[tuple[str, str | None]]:
-        """(text, engine error) per prompt, from the cache or one engine call."""
-        sampling = {"temperature": 0.0 if attempt == 0 else 0.7, "seed": attempt}
-        keys = [cache_key(self.engine_name, self.model_name, p, sampling) for p in prompts]
+        """(text, engine error) per prompt, from the cache or one engine call per sampling
+        setting (greedy, or a prompt's own ``sampling`` on its first attempt)."""
+        samplings = [({"temperature": p.sampling[0], "seed": p.sampling[1]} if attempt == 0 and p.sampling else
+                      {"temperature": 0.0 if attempt == 0 else 0.7, "seed": attempt}) for p in prompts]
+        keys = [cache_key(self.engine_name, self.model_name, p, s) for p, s in zip(prompts, samplings)]
         cached = self.cache.get_many(keys) if self.cache else {}
-        todo = [i for i, k in enumerate(keys) if k not in cached]
         out: dict[int, tuple[str, str | None]] = {}
+        groups: dict[tuple, list[int]] = {}
         for i, k in enumerate(keys):
             if k in cached:
                 out[i] = (cached[k][0], None)
                 stats.add(prompts[i].judge, "cache_hits")
-        if todo:
-            gens = self.engine.generate([prompts[i] for i in todo], **sampling)
+            else:
+                groups.setdefault(tuple(sorted(samplings[i].items())), []).append(i)
+        for sampling, todo in groups.items():
+            gens = self.engine.generate([prompts[i] for i in todo], **dict(sampling))
             for k, v in (getattr(self.engine, "last_stats", None) or {}).items():  # e.g. HTTP retries
                 if isinstance(v, (int, float)) and v:
                     stats.d[f"judge_http_{k}"] = stats.d.get(f"judge_http_{k}", 0) + v

@@ -149,7 +149,7 @@ def validate(cfg: Any) -> Setup:
     elif fact_metrics:
         raise UserError(f"{', '.join(fact_metrics)} need custom.expectations=FILE.yaml (per-question fact checks; "
                         "see docs/metrics.md), or leave them out of metrics.custom")
-    if "encoder" in setup.stages or "consistency" in steps:
+    if "encoder" in setup.stages or "consistency" in steps or "answer_relevancy" in metrics:
         from ragscale.models import resolve_model_path
 
         enc, pool = setup.encoder_conf, cfg.cluster.encoder
@@ -188,7 +188,7 @@ def validate(cfg: Any) -> Setup:
         if panel:
             from ragscale.judges import JUDGES
 
-            single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,)]
+            single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,) and m != "answer_relevancy"]
             for m in cfg.panel_metrics:
                 if m not in single:
                     raise UserError(f"panel_metrics: {m!r} is not a single-score judged metric ({', '.join(single)})")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ragscale.judges import (citation, factual_consistency, faithfulness, idk, no_answer, nuggets, radbench, taxonomy,
-                             umbrela, underspecified)
+from ragscale.judges import (citation, factual_consistency, faithfulness, idk, no_answer, nuggets, radbench,
+                             ragas_metrics, taxonomy, umbrela, underspecified)
 from ragscale.judges.base import JudgeResult, JudgeRun, single
 
 
@@ -71,6 +71,11 @@ JUDGES: dict[str, JudgeSpec] = {
     for s in (
         JudgeSpec(idk.NAME, "idk_eval", idk.VERSION, _idk),
         JudgeSpec(faithfulness.NAME, "RL_F", faithfulness.VERSION, faithfulness.from_record),
+        JudgeSpec(ragas_metrics.ANSWER_RELEVANCY, "answer_relevancy", ragas_metrics.VERSION,
+                  ragas_metrics.answer_relevancy),
+        JudgeSpec(ragas_metrics.CONTEXT_PRECISION, "context_precision", ragas_metrics.VERSION,
+                  ragas_metrics.context_precision),
+        JudgeSpec(ragas_metrics.CONTEXT_RECALL, "context_recall", ragas_metrics.VERSION, ragas_metrics.context_recall),
         JudgeSpec(radbench.NAME, "RB_llm", radbench.VERSION, _radbench),
         JudgeSpec(underspecified.NAME, "underspecified_eval", underspecified.VERSION, _underspecified),
         *_TREC,

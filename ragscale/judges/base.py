@@ -17,6 +17,9 @@ class JudgePrompt:
     messages: tuple[dict, ...]
     schema: dict = field(hash=False)
     max_tokens: int = 256
+    # (temperature, seed) of this prompt's first attempt, for judges that draw several samples
+    # of one prompt (ragas' answer relevancy: n generations at temperature 0.3); None = greedy
+    sampling: tuple[float, int] | None = None
 
     def text(self) -> str:
         """The rendered prompt as one string (for cache keys and prefix ordering)."""

@@ -16,6 +16,7 @@ class MetricSpec:
     step: str  # the step (MT-RAG's five, hmean, or a TREC family) that owns it
     per: str  # target | passage | record | vector (a per-passage list that is not averaged)
     requires: tuple[str, ...] = ()
+    scalar: bool = False  # a plain number even in an MT-RAG step (MT-RAG's own metrics are [value] lists)
 
 
 _SPECS = [
@@ -31,7 +32,12 @@ _SPECS = [
     MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", "record", ("RB_agg",)),
     MetricSpec("idk_eval", "judge", "idk", "record"),
     MetricSpec("underspecified_eval", "judge", "idk", "record"),  # MTRAG-UN
-    MetricSpec("RL_F", "judge", "ragas", "record"),
+    MetricSpec("RL_F", "judge", "ragas", "record"),  # RAGAS faithfulness
+    # RAGAS' other metrics (ragas 0.4.3 legacy metrics; answer relevancy's cosine is computed
+    # by the encoder pool after the judges)
+    MetricSpec("answer_relevancy", "judge", "ragas", "record", scalar=True),
+    MetricSpec("context_precision", "judge", "ragas", "record", scalar=True),
+    MetricSpec("context_recall", "judge", "ragas", "record", scalar=True),
     MetricSpec("RB_llm", "judge", "radbench", "record"),
     MetricSpec("RB_agg_idk", "derive", "idk_condition", "record", ("RB_agg", "idk_eval")),
     MetricSpec("RB_llm_idk", "derive", "idk_condition", "record", ("RB_llm", "idk_eval")),

@@ -1,7 +1,7 @@
 """Build and run the streaming Ray Data pipeline.
 
     pointers ─from_arrow─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ NLIActor pool (HHEM)
-             ─▶ JudgeActor pool(s) ─▶ derive (CPU)
+             ─▶ JudgeActor pool(s) ─▶ RelevancyActor pool (ragas answer relevancy) ─▶ derive (CPU)
              ─iter_batches─▶ driver: records.jsonl (flushed per batch), progress
 
 Every stage keeps one row per record; a failed record carries its error to the end.
@@ -152,6 +152,11 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[lis
                 batch_format="pyarrow",
                 **actor_pool(pool, 16),
             )
+    if "answer_relevancy" in plan.metrics:
+        from actors.encoder import RelevancyActor
+
+        ds = ds.map_batches(RelevancyActor, fn_constructor_kwargs={"encoder": plan.encoder}, batch_format="pyarrow",
+                            **actor_pool(plan.cluster.get("encoder", {}), 256))
     if "derive" in plan.stages:
         # Tiny CPU work: a fractional CPU so it is never starved by actors holding every core.
         ds = ds.map_batches(

@@ -121,8 +121,8 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
         if name == "Length":
             return pa.list_(pa.int64())
         spec = lookup(name)
-        if spec is not None and spec.per != "vector" and spec.step not in MTRAG_STEPS:
-            return pa.float64()  # TREC metrics are scalars
+        if spec is not None and spec.per != "vector" and (spec.step not in MTRAG_STEPS or spec.scalar):
+            return pa.float64()  # TREC, taxonomy, custom and ragas' own metrics are scalars
         return pa.list_(pa.float64())
 
     return pa.schema(

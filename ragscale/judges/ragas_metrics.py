@@ -1,0 +1,203 @@
+"""RAGAS answer relevancy, context precision (with reference) and context recall, as ragas 0.4.3
+computes them in its legacy metrics (the ones ``ragas.evaluate`` runs): ``ragas/metrics/
+_answer_relevance.py`` (ResponseRelevancy / ``answer_relevancy``), ``_context_precision.py``
+(LLMContextPrecisionWithReference / ``context_precision``) and ``_context_recall.py``
+(LLMContextRecall / ``context_recall``). Faithfulness is MT-RAG's ``RL_F`` (judges/faithfulness.py).
+
+ragscale renders ragas' prompt strings (the fixed parts in templates/ragas_*_v1.txt, rendered
+from ragas' own prompt classes; tested equal to ``PydanticPrompt.to_string``) and computes the
+same scores from the same outputs (tested against ragas with a scripted LLM):
+
+- **answer_relevancy**: ``strictness`` (3) generations of ResponseRelevancePrompt for the
+  response, each ``{question, noncommittal}``; ragas draws them as n samples of one prompt at
+  temperature 0.3 (``BaseRagasLLM.get_temperature(n)``), and so does ragscale (each sample its own
+  seed, all records' samples batched per seed). score = mean cosine similarity between the
+  embeddings of the user question and of the generated questions, times 0 when *every*
+  generation is noncommittal (0.4.3 uses ``np.all``; older ragas used ``any``); ``null`` when
+  every generated question is empty (ragas: NaN). The cosine is computed after the judge by the
+  encoder pool (sentence embeddings of the packaged MiniLM, see actors/encoder.py); this judge
+  returns the generations in its details and ``answer_relevancy`` is filled there.
+- **context_precision**: one ContextPrecisionPrompt per retrieved context (question, context,
+  answer = the reference), verdict 0/1 ("was the context useful in arriving at the answer");
+  score = Σₖ (precision@k · vₖ) / (Σ vₖ + 1e-10), so 0.0 when no context is useful.
+- **context_recall**: one ContextRecallClassificationPrompt per record (question, the contexts
+  joined with newlines, answer = the reference) classifying each reference sentence as
+  attributable (1) or not; score = attributed / classified; ``null`` when nothing is classified
+  (ragas: NaN).
+
+The question is ragas' ``user_input``: for a RAGAS-style record that field; for an MT-RAG record
+the conversation as ``speaker: text`` lines, as MT-RAG passes it to ragas for RL_F. Answer
+relevancy embeds the last user turn (``query_of``) instead, since a generated question is
+compared with a question, not with a whole conversation. No reference, or no contexts, gives
+``null`` with the reason (ragas refuses such samples). Outputs are constrained by JSON schemas
+(with caps on list lengths and text sizes); anything else is a parse failure, never a default.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
+from ragscale.judges.faithfulness import _input_json
+from ragscale.judges.templates import load_template
+from ragscale.records import query_of
+
+VERSION = "ragas-0.4.3-v1"
+ANSWER_RELEVANCY, CONTEXT_PRECISION, CONTEXT_RECALL = (
+    "ragas_answer_relevancy", "ragas_context_precision", "ragas_context_recall")
+STRICTNESS = 3  # ragas ResponseRelevancy.strictness
+SAMPLE_TEMPERATURE = 0.3  # ragas BaseRagasLLM.get_temperature(n > 1)
+MAX_SENTENCES = 30
+
+RELEVANCE_SCHEMA = {
+    "type": "object",
+    "properties": {"question": {"type": "string", "maxLength": 400},
+                   "noncommittal": {"type": "integer", "enum": [0, 1]}},
+    "required": ["question", "noncommittal"],
+}
+VERIFICATION_SCHEMA = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "maxLength": 400}, "verdict": {"type": "integer", "enum": [0, 1]}},
+    "required": ["reason", "verdict"],
+}
+RECALL_SCHEMA = {
+    "type": "object",
+    "properties": {"classifications": {
+        "type": "array", "maxItems": MAX_SENTENCES,
+        "items": {"type": "object",
+                  "properties": {"statement": {"type": "string", "maxLength": 400},
+                                 "reason": {"type": "string", "maxLength": 200},
+                                 "attributed": {"type": "integer", "enum": [0, 1]}},
+                  "required": ["statement", "reason", "attributed"]}}},
+    "required": ["classifications"],
+}
+
+
+def _prompt(judge: str, template: str, data: dict, schema: dict, max_tokens: int,
+            sampling: tuple[float, int] | None = None) -> JudgePrompt:
+    text = load_template(template) + "input: " + _input_json(data) + "\nOutput: "
+    return JudgePrompt(judge, VERSION, ({"role": "user", "content": text},), schema, max_tokens=max_tokens,
+                       sampling=sampling)
+
+
+def relevance_prompt(response: str, sample: int = 0) -> JudgePrompt:
+    """ResponseRelevancePrompt for one response; ``sample`` picks the seed of one of the n samples."""
+    return _prompt(ANSWER_RELEVANCY, "ragas_answer_relevancy_v1", {"response": response}, RELEVANCE_SCHEMA, 160,
+                   sampling=(SAMPLE_TEMPERATURE, sample))
+
+
+def precision_prompt(question: str, context: str, answer: str) -> JudgePrompt:
+    """ContextPrecisionPrompt (QAC) for one retrieved context; ``answer`` is the reference."""
+    return _prompt(CONTEXT_PRECISION, "ragas_context_precision_v1",
+                   {"question": question, "context": context, "answer": answer}, VERIFICATION_SCHEMA, 192)
+
+
+def recall_prompt(question: str, context: str, answer: str) -> JudgePrompt:
+    """ContextRecallClassificationPrompt (QCA); ``context`` is the contexts joined with newlines."""
+    return _prompt(CONTEXT_RECALL, "ragas_context_recall_v1",
+                   {"question": question, "context": context, "answer": answer}, RECALL_SCHEMA, 2048)
+
+
+def _int01(judge: str, raw: str, value: Any, what: str) -> int:
+    if isinstance(value, bool) or value not in (0, 1):
+        raise JudgeParseError(judge, raw, f"{what} is {value!r}, not 0 or 1")
+    return int(value)
+
+
+def parse_relevance(raw: str) -> dict:
+    """``{"question": str, "noncommittal": 0|1}``."""
+    obj = load_json_object(ANSWER_RELEVANCY, raw)
+    if not isinstance(obj.get("question"), str):
+        raise JudgeParseError(ANSWER_RELEVANCY, raw, "question is not a string")
+    return {"question": obj["question"], "noncommittal": _int01(ANSWER_RELEVANCY, raw, obj.get("noncommittal"),
+                                                                "noncommittal")}
+
+
+def parse_verification(raw: str) -> int:
+    """``{"reason": str, "verdict": 0|1}`` -> the verdict."""
+    obj = load_json_object(CONTEXT_PRECISION, raw)
+    if not isinstance(obj.get("reason"), str):
+        raise JudgeParseError(CONTEXT_PRECISION, raw, "reason is not a string")
+    return _int01(CONTEXT_PRECISION, raw, obj.get("verdict"), "verdict")
+
+
+def parse_classifications(raw: str) -> list[int]:
+    """``{"classifications": [{"statement", "reason", "attributed": 0|1}, ...]}`` -> the labels."""
+    items = load_json_object(CONTEXT_RECALL, raw).get("classifications")
+    if not isinstance(items, list):
+        raise JudgeParseError(CONTEXT_RECALL, raw, "classifications is not a list")
+    out = []
+    for it in items:
+        if not isinstance(it, dict) or not isinstance(it.get("statement"), str) or not isinstance(it.get("reason"), str):
+            raise JudgeParseError(CONTEXT_RECALL, raw, f"classification {it!r} lacks statement or reason")
+        out.append(_int01(CONTEXT_RECALL, raw, it.get("attributed"), "attributed"))
+    return out
+
+
+def average_precision(verdicts: Sequence[int]) -> float:
+    """ragas ``_calculate_average_precision``: Σₖ (precision@k · vₖ) / (Σ vₖ + 1e-10)."""
+    v = [1 if x else 0 for x in verdicts]
+    num = sum((sum(v[: i + 1]) / (i + 1)) * v[i] for i in range(len(v)))
+    return num / (sum(v) + 1e-10)
+
+
+def recall_score(attributed: Sequence[int]) -> float | Undefined:
+    """ragas ``_compute_score``: attributed / classified; undefined (ragas: NaN) when empty."""
+    if not attributed:
+        return Undefined("no reference sentence was classified")
+    return sum(1 for a in attributed if a) / len(attributed)
+
+
+def ragas_question(obj: dict) -> str:
+    """ragas' ``user_input`` of a record (see the module docstring)."""
+    from ragscale.judges.idk import inquiry
+
+    turns = obj.get("input")
+    return inquiry(turns) if isinstance(turns, list) and turns else query_of(obj)
+
+
+def answer_relevancy(obj: dict, row: dict, strictness: int = STRICTNESS) -> JudgeRun:
+    """The question-generation round of answer relevancy (the cosine is the encoder pool's)."""
+    answer = row.get("prediction") or ""
+    question = query_of(obj)
+    if not answer.strip():
+        return Undefined("no response")
+    if not question.strip():
+        return Undefined("no user question to compare the generated questions with")
+    answers: list[Any] = yield [(relevance_prompt(answer, i), parse_relevance) for i in range(strictness)]
+    good = [a for a in answers if not isinstance(a, Failed)]  # a failed sample is left out (and in judge_errors)
+    if not good:
+        return JudgeResult({"answer_relevancy": None}, {"question": question, "generated": [], "noncommittal": [],
+                                                        "failed": len(answers)})
+    return JudgeResult({"answer_relevancy": None}, {
+        "question": question, "generated": [a["question"] for a in good],
+        "noncommittal": [a["noncommittal"] for a in good], "failed": len(answers) - len(good)})
+
+
+def context_precision(obj: dict, row: dict) -> JudgeRun:
+    """One verdict per retrieved context, then ragas' average precision."""
+    contexts = list(row.get("passages") or [])
+    if not row.get("targets"):
+        return Undefined("no reference answer (context_precision compares the contexts with the reference)")
+    if not contexts:
+        return Undefined("no retrieved contexts")
+    question, reference = ragas_question(obj), row["targets"][0]
+    verdicts: list[Any] = yield [(precision_prompt(question, c, reference), parse_verification) for c in contexts]
+    if any(isinstance(v, Failed) for v in verdicts):
+        return JudgeResult({"context_precision": None},
+                           {"verdicts": [None if isinstance(v, Failed) else v for v in verdicts]})
+    return JudgeResult({"context_precision": average_precision(verdicts)}, {"verdicts": verdicts})
+
+
+def context_recall(obj: dict, row: dict) -> JudgeRun:
+    """One classification of the reference's sentences against the joined contexts."""
+    contexts = list(row.get("passages") or [])
+    if not row.get("targets"):
+        return Undefined("no reference answer (context_recall checks the reference against the contexts)")
+    if not contexts:
+        return Undefined("no retrieved contexts")
+    attributed = yield recall_prompt(ragas_question(obj), "\n".join(contexts), row["targets"][0]), parse_classifications
+    score = recall_score(attributed)
+    if isinstance(score, Undefined):
+        return score
+    return JudgeResult({"context_recall": score}, {"attributed": attributed})

