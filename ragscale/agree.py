@@ -11,18 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
-from ragscale.errors import UserError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, no usage block
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+from ragscale.errors import OneLineParser, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m ragscale.agree",
+    p = OneLineParser(prog="python -m ragscale.agree",
                 description="Agreement between a ragscale run's metrics and human ratings or labels.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="ragscale output_dir holding records.jsonl")
     p.add_argument("--human", required=True, metavar="FILE",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
-from typing import Iterable
+from typing import Iterable, NoReturn
 
 
 class UserError(Exception):
@@ -23,3 +24,10 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix for the closest choice, or '' when none is close."""
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line on stderr (exit code 2), no usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
-from ragscale.errors import UserError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, no usage block
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+from ragscale.errors import OneLineParser, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m ragscale.plot",
+    p = OneLineParser(prog="python -m ragscale.plot",
                 description="Compare ragscale runs: one boxplot per metric, one box per run dir.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="ragscale output_dir(s) holding records.jsonl")
     p.add_argument("--output", "-o", default="metrics_comparison.png",

@@ -174,14 +174,23 @@ def answer_relevancy(obj: dict, row: dict, strictness: int = STRICTNESS) -> Judg
         "noncommittal": [a["noncommittal"] for a in good], "failed": len(answers) - len(good)})
 
 
-def context_precision(obj: dict, row: dict) -> JudgeRun:
-    """One verdict per retrieved context, then ragas' average precision."""
+def _context_inputs(row: dict, metric: str) -> tuple[list[str], str] | Undefined:
+    """(contexts, reference) of a record, or why a reference-based context metric is undefined."""
     contexts = list(row.get("passages") or [])
     if not row.get("targets"):
-        return Undefined("no reference answer (context_precision compares the contexts with the reference)")
+        return Undefined(f"no reference answer ({metric} compares the retrieved contexts with the reference)")
     if not contexts:
         return Undefined("no retrieved contexts")
-    question, reference = ragas_question(obj), row["targets"][0]
+    return contexts, row["targets"][0]
+
+
+def context_precision(obj: dict, row: dict) -> JudgeRun:
+    """One verdict per retrieved context, then ragas' average precision."""
+    inputs = _context_inputs(row, "context_precision")
+    if isinstance(inputs, Undefined):
+        return inputs
+    contexts, reference = inputs
+    question = ragas_question(obj)
     verdicts: list[Any] = yield [(precision_prompt(question, c, reference), parse_verification) for c in contexts]
     if any(isinstance(v, Failed) for v in verdicts):
         return JudgeResult({"context_precision": None},
@@ -191,12 +200,11 @@ def context_precision(obj: dict, row: dict) -> JudgeRun:
 
 def context_recall(obj: dict, row: dict) -> JudgeRun:
     """One classification of the reference's sentences against the joined contexts."""
-    contexts = list(row.get("passages") or [])
-    if not row.get("targets"):
-        return Undefined("no reference answer (context_recall checks the reference against the contexts)")
-    if not contexts:
-        return Undefined("no retrieved contexts")
-    attributed = yield recall_prompt(ragas_question(obj), "\n".join(contexts), row["targets"][0]), parse_classifications
+    inputs = _context_inputs(row, "context_recall")
+    if isinstance(inputs, Undefined):
+        return inputs
+    contexts, reference = inputs
+    attributed = yield recall_prompt(ragas_question(obj), "\n".join(contexts), reference), parse_classifications
     score = recall_score(attributed)
     if isinstance(score, Undefined):
         return score

@@ -4,20 +4,14 @@ exit code 2."""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
-from ragscale.errors import UserError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, no usage block
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+from ragscale.errors import OneLineParser, UserError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = _Parser(prog="python -m ragscale.report", description="Write a self-contained HTML report of a ragscale run.")
+    p = OneLineParser(prog="python -m ragscale.report", description="Write a self-contained HTML report of a ragscale run.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a ragscale output_dir holding records.jsonl")
     p.add_argument("--output", "-o", default=None, help="report path (default RUN_DIR/report.html)")
     p.add_argument("--worst", type=int, default=5, metavar="N", help="lowest-scoring records shown per metric (default 5)")

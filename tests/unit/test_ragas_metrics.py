@@ -158,32 +158,28 @@ def _ours(start, q, a, ctx, ref):
     return res, [p.messages[0]["content"] for p in prompts]
 
 
-def test_context_precision_equals_ragas():
+@pytest.mark.parametrize("name", ["context_precision", "context_recall"])
+def test_context_metrics_equal_ragas(name):
     from ragas.metrics._context_precision import LLMContextPrecisionWithReference
-
-    seen = []
-    metric = LLMContextPrecisionWithReference(llm=ScriptedLLM.make(seen))
-    for q, a, ctx, ref in CASES:
-        theirs = _ragas_score(metric, q, a, ctx, ref, seen)
-        res, prompts = _ours(rm.context_precision, q, a, ctx, ref)
-        assert prompts == [s[0] for s in seen]
-        assert res.metrics["context_precision"] == pytest.approx(theirs, abs=1e-12), (q, ref)
-    # by hand: verdicts [1, 0, 1] -> (1/1 + 2/3) / 2
-    assert rm.average_precision([1, 0, 1]) == pytest.approx((1 + 2 / 3) / 2, abs=1e-9)
-    assert rm.average_precision([0, 0]) == 0.0
-
-
-def test_context_recall_equals_ragas():
     from ragas.metrics._context_recall import LLMContextRecall
 
     seen = []
-    metric = LLMContextRecall(llm=ScriptedLLM.make(seen))
+    cls, start = {"context_precision": (LLMContextPrecisionWithReference, rm.context_precision),
+                  "context_recall": (LLMContextRecall, rm.context_recall)}[name]
+    metric = cls(llm=ScriptedLLM.make(seen))
     for q, a, ctx, ref in CASES:
         theirs = _ragas_score(metric, q, a, ctx, ref, seen)
-        res, prompts = _ours(rm.context_recall, q, a, ctx, ref)
+        res, prompts = _ours(start, q, a, ctx, ref)
         assert prompts == [s[0] for s in seen]
         assert isinstance(res, JudgeResult)
-        assert res.metrics["context_recall"] == pytest.approx(theirs, abs=1e-12), (q, ref)
+        assert res.metrics[name] == pytest.approx(theirs, abs=1e-12), (q, ref)
+
+
+def test_context_score_functions_by_hand():
+    # verdicts [1, 0, 1] -> (1/1 + 2/3) / 2
+    assert rm.average_precision([1, 0, 1]) == pytest.approx((1 + 2 / 3) / 2, abs=1e-9)
+    assert rm.average_precision([0, 0]) == 0.0
+    assert rm.recall_score([1, 0, 0, 1]) == 0.5
     assert isinstance(rm.recall_score([]), Undefined)
 
 
