@@ -21,11 +21,14 @@ def run_cli(*overrides: str) -> subprocess.CompletedProcess:
 
 
 def test_custom_scenario_on_bundled_sample(tmp_path):
+    human = tmp_path / "human.jsonl"  # plain label columns: agreement.human runs at the end of the run
+    human.write_text("".join(json.dumps({"task_id": f"HCW_{t}", "model_id": m, "correct": int(m == "atlas-7b" or t == 1)}) + "\n"
+                             for t in (1, 3, 4) for m in ("atlas-7b", "breeze-3b")))
     extra = tmp_path / "extra.jsonl"
     extra.write_text(json.dumps({"task_id": "HCW_1", "model_id": "gamma", "user_input": "q", "response": "$18.40"})
                      + "\n" + "not json\n")
     res = run_cli(f"input=[{os.path.join(ROOT, 'ragscale', 'data', 'custom_sample.jsonl')},{extra}]",
-                  f"output_dir={tmp_path / 'out'}")
+                  f"output_dir={tmp_path / 'out'}", f"agreement.human={human}", "agreement.pairs=['correct=is_correct']")
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     recs = [json.loads(line) for line in open(tmp_path / "out" / "records.jsonl")]
     keys = [r["ragscale"]["record_key"] for r in recs]
@@ -46,6 +49,11 @@ def test_custom_scenario_on_bundled_sample(tmp_path):
     summary = json.load(open(tmp_path / "out" / "summary.json"))
     assert summary["models"]["atlas-7b"]["metrics"]["is_correct"] == 1.0
     assert summary["models"]["breeze-3b"]["metrics"]["rules_coverage"] == pytest.approx(1 / 3)
+    # the fact checks' is_correct agrees perfectly with these human labels on the 6 rated records
+    agree = json.load(open(tmp_path / "out" / "agreement" / "agreement.json"))
+    overall = [r for r in agree["rows"] if r["model"] == "ALL"][0]
+    assert overall["n"] == 6 and overall["accuracy"]["value"] == 1.0 and overall["kappa"]["value"] == 1.0
+    assert "agreement/agreement.md" in json.load(open(tmp_path / "out" / "run.json"))["outputs"]["agreement"]
 
 
 def test_bad_expectations_is_a_one_line_error(tmp_path):
