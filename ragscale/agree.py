@@ -44,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"python -m ragscale.agree: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. an unreadable records.jsonl or an output folder that cannot be written
+        print(f"python -m ragscale.agree: error: {exc}", file=sys.stderr)
+        return 2
     print(to_markdown(result))
     print(f"\nwrote {', '.join(sorted(paths.values()))}")
     return 0

@@ -3,10 +3,11 @@ or labels on the same records, per model and overall, with bootstrap confidence 
 
 Statistics (numpy only; tested against scipy):
 - Spearman's rho: Pearson correlation of average ranks (scipy.stats.spearmanr);
-- Kendall's tau-b with tie correction (scipy.stats.kendalltau's default);
-- Cohen's kappa, unweighted and quadratic-weighted, when both sides are categorical: at most
-  ``MAX_CATEGORIES`` distinct values each, and the metric's values among the human scale's
-  (the human file's declared categories, else the values the humans used);
+- Kendall's tau-b with tie correction (scipy.stats.kendalltau's default), by merge sort;
+- Cohen's kappa, unweighted and quadratic-weighted ((a - b)² of the values), when both sides
+  are categorical: at most ``MAX_CATEGORIES`` distinct values each, and the metric's values
+  among the human scale's (the human file's declared categories, else the values the humans
+  used); decided once per metric pair;
 - accuracy when both sides are binary (0/1).
 An undefined statistic (fewer than 2 records, a constant side, chance agreement of 1) is
 ``null`` with the reason, never 0. Confidence intervals: percentile bootstrap over records
@@ -17,7 +18,7 @@ Human ratings are read from MT-RAG's human-evaluation layout (``evaluations`` wi
 ``annotations``; several annotators are reduced by the metric's ``aggregator``, median by
 default for categorical metrics, mean otherwise) or from plain per-record label columns (JSONL
 or CSV with ``task_id`` and optional ``model_id``, or ``record_key``, or ``query_id`` and
-``query_run``).
+``query_run``; several rows for one record are averaged).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ragscale.errors import UserError
 MAX_CATEGORIES = 10
 ALL = "ALL"
 _ID_COLUMNS = ("task_id", "model_id", "record_key", "query_id", "query_run")
+_ANNOTATOR_COLUMNS = ("annotator", "annotator_id", "rater", "rater_id")
 _PSEUDO_ANNOTATORS = ("system", "composite")
 
 
@@ -70,26 +72,61 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     return _pearson(_rank(x), _rank(y))
 
 
-def kendall_tau_b(x: Sequence[float], y: Sequence[float], block: int = 2048) -> float | None:
-    """Kendall's tau-b: Σ sign(dx)·sign(dy) / sqrt(pairs untied in x · pairs untied in y),
-    over all pairs (computed in blocks, O(n²)); ``None`` when undefined."""
+def _inversions(r: np.ndarray) -> int:
+    """Pairs i < j with r[i] > r[j] of non-negative integers: a bottom-up merge sort in numpy
+    (each level counts the inversions between neighbouring sorted blocks with one searchsorted)."""
+    n = len(r)
+    if n < 2:
+        return 0
+    size = 1 << (n - 1).bit_length()
+    k = int(r.max()) + 2  # values of a block live in [b*k, b*k + k - 1]; padding k - 1 sorts last
+    a = np.full(size, k - 1, dtype=np.int64)
+    a[:n] = r
+    inv, w = 0, 1
+    while w < size:
+        nb = size // (2 * w)
+        blocks = a.reshape(nb, 2, w)  # each half-block is sorted
+        off = (np.arange(nb, dtype=np.int64) * k)[:, None]
+        pos = np.searchsorted((blocks[:, 0, :] + off).ravel(), (blocks[:, 1, :] + off).ravel(), side="right")
+        inv += int(nb * w * w - (pos - np.repeat(np.arange(nb) * w, w)).sum())  # left elements > each right one
+        a = np.sort(blocks.reshape(nb, 2 * w), axis=1).ravel()
+        w *= 2
+    return inv
+
+
+def _tied_pairs(change: np.ndarray) -> int:
+    """Pairs within runs of equal values, given ``change[i]``: sorted item i+1 differs from item i."""
+    bounds = np.r_[0, np.nonzero(change)[0] + 1, len(change) + 1]
+    t = np.diff(bounds)
+    return int((t * (t - 1) // 2).sum())
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b (tie-corrected, as scipy.stats.kendalltau's default), in O(n log² n):
+    (concordant - discordant) / sqrt((n0 - ties in x) · (n0 - ties in y)); ``None`` when undefined."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     n = len(x)
     if n < 2:
         return None
-    s = nx = ny = 0.0
-    for i in range(0, n, block):
-        sx = np.sign(x[i:i + block, None] - x[None, :])
-        sy = np.sign(y[i:i + block, None] - y[None, :])
-        s += float((sx * sy).sum())
-        nx += float(np.abs(sx).sum())
-        ny += float(np.abs(sy).sum())
-    return None if nx == 0 or ny == 0 else s / math.sqrt(nx * ny)
+    n0 = n * (n - 1) // 2
+    order = np.lexsort((y, x))  # by x, ties in x by y: pairs tied in x are never inversions
+    xs, ys = x[order], y[order]
+    xchange = xs[1:] != xs[:-1]
+    xtie, ntie = _tied_pairs(xchange), _tied_pairs(xchange | (ys[1:] != ys[:-1]))
+    ysorted = np.sort(y)
+    ytie = _tied_pairs(ysorted[1:] != ysorted[:-1])
+    if xtie == n0 or ytie == n0:
+        return None
+    dis = _inversions(np.searchsorted(ysorted, ys))  # y as integer ranks
+    return float(n0 - xtie - ytie + ntie - 2 * dis) / math.sqrt(float(n0 - xtie) * float(n0 - ytie))
 
 
 def cohen_kappa(x: Sequence[float], y: Sequence[float], weights: str | None = None) -> float | None:
-    """Cohen's kappa of two raters' categories (values compared exactly); ``weights="quadratic"``
-    weights disagreements by the squared distance of the categories' positions in sorted order."""
+    """Cohen's kappa of two raters' categories (values compared exactly): 1 - Σ w·observed /
+    Σ w·expected-by-chance over the confusion table. Unweighted: w = 1 off the diagonal;
+    ``weights="quadratic"`` (ordinal labels): w = (a - b)², the squared distance of the values
+    (equal to sklearn's quadratic weights on an evenly spaced scale, and unchanged by categories
+    nobody used, so bootstrap replicates stay comparable). ``None`` when chance agreement is total."""
     x, y = [float(v) for v in x], [float(v) for v in y]
     n = len(x)
     if n < 1:
@@ -105,10 +142,8 @@ def cohen_kappa(x: Sequence[float], y: Sequence[float], weights: str | None = No
     if weights is None:
         w = 1.0 - np.eye(k)
     elif weights == "quadratic":
-        if k < 2:
-            return None
-        i = np.arange(k)
-        w = (i[:, None] - i[None, :]) ** 2 / (k - 1) ** 2
+        c = np.asarray(cats)
+        w = (c[:, None] - c[None, :]) ** 2
     else:
         raise ValueError(f"weights must be None or 'quadratic', got {weights!r}")
     den = float((w * exp).sum())
@@ -123,6 +158,8 @@ def accuracy(x: Sequence[float], y: Sequence[float]) -> float | None:
 def _why_undefined(x: np.ndarray, y: np.ndarray) -> str:
     if len(x) < 2:
         return f"{len(x)} paired record(s); need at least 2"
+    if len(set(x.tolist())) < 2 and len(set(y.tolist())) < 2:
+        return "both sides are constant"
     if len(set(x.tolist())) < 2:
         return "the human ratings are constant"
     if len(set(y.tolist())) < 2:
@@ -134,48 +171,54 @@ STATS = ("spearman", "kendall", "kappa", "kappa_quadratic", "accuracy")
 
 
 def is_categorical(human: Sequence[float], metric: Sequence[float], scale: Iterable[float] | None = None) -> bool:
-    """Both sides take at most MAX_CATEGORIES values and the metric's values are on the human scale."""
+    """Both sides take at most MAX_CATEGORIES values and the metric's values are on the human scale
+    (``scale``, else the values the humans used)."""
     hs, ms = set(human), set(metric)
     allowed = set(scale) if scale else hs
     return len(hs) <= MAX_CATEGORIES and len(ms) <= MAX_CATEGORIES and ms <= allowed | hs
 
 
 def is_binary(human: Sequence[float], metric: Sequence[float]) -> bool:
+    """Both sides are 0/1 labels."""
     return set(human) <= {0.0, 1.0} and set(metric) <= {0.0, 1.0}
 
 
 def statistics_for(human: Sequence[float], metric: Sequence[float], *, scale: Iterable[float] | None = None,
-                   n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
+                   categorical: bool | None = None, binary: bool | None = None, n_boot: int = 1000,
+                   seed: int = 0, confidence: float = 0.95) -> dict:
     """Every applicable statistic of paired (human, metric) values, each as
-    ``{"value", "ci": [lo, hi] | None, "reason"?, "boot_undefined"?}``; inapplicable ones absent."""
+    ``{"value", "ci": [lo, hi] | None, "reason"?, "boot_undefined"?}``; inapplicable ones absent.
+    ``categorical`` / ``binary`` (kappa / accuracy apply) are decided from the data when ``None``."""
     h, m = np.asarray(human, float), np.asarray(metric, float)
+    n = len(h)
     fns: dict[str, Any] = {"spearman": spearman, "kendall": kendall_tau_b}
-    if is_categorical(h.tolist(), m.tolist(), scale):
+    if categorical if categorical is not None else is_categorical(h.tolist(), m.tolist(), scale):
         fns["kappa"] = cohen_kappa
         fns["kappa_quadratic"] = lambda a, b: cohen_kappa(a, b, "quadratic")
-    if is_binary(h.tolist(), m.tolist()):
+    if binary if binary is not None else is_binary(h.tolist(), m.tolist()):
         fns["accuracy"] = accuracy
     out: dict[str, dict] = {}
-    rng = np.random.default_rng(seed)
-    samples = [rng.integers(0, len(h), len(h)) for _ in range(n_boot)] if len(h) >= 2 else []
-    alpha = (1 - confidence) / 2
     for name, fn in fns.items():
-        value = fn(h, m)
-        entry: dict[str, Any] = {"value": value, "ci": None}
+        value = fn(h, m) if n >= 2 else None
+        out[name] = {"value": value, "ci": None}
         if value is None:
-            entry["reason"] = _why_undefined(h, m)
-        elif samples:
-            reps, bad = [], 0
-            for idx in samples:
-                r = fn(h[idx], m[idx])
-                if r is None:
-                    bad += 1
-                else:
-                    reps.append(r)
-            if reps:
-                entry["ci"] = [float(np.quantile(reps, alpha)), float(np.quantile(reps, 1 - alpha))]
-            entry["boot_undefined"] = bad
-        out[name] = entry
+            out[name]["reason"] = _why_undefined(h, m)
+    live = [name for name in fns if out[name]["value"] is not None]
+    if live and n_boot > 0:
+        reps: dict[str, list[float]] = {name: [] for name in live}
+        rng = np.random.default_rng(seed)
+        for _ in range(n_boot):  # the same resampled records for every statistic
+            idx = rng.integers(0, n, n)
+            hb, mb = h[idx], m[idx]
+            for name in live:
+                r = fns[name](hb, mb)
+                if r is not None:
+                    reps[name].append(r)
+        alpha = (1 - confidence) / 2
+        for name in live:
+            if reps[name]:
+                out[name]["ci"] = [float(np.quantile(reps[name], alpha)), float(np.quantile(reps[name], 1 - alpha))]
+            out[name]["boot_undefined"] = n_boot - len(reps[name])
     return out
 
 
@@ -191,7 +234,8 @@ class HumanRatings:
     values: dict[tuple, dict[str, float]] = field(default_factory=dict)  # key -> metric -> value
     annotators: dict[tuple, dict[str, int]] = field(default_factory=dict)
     scales: dict[str, list[float]] = field(default_factory=dict)
-    skipped: int = 0
+    skipped: int = 0  # MT-RAG evaluations without task_id or annotations
+    non_numeric: dict[str, int] = field(default_factory=dict)  # plain layout: column -> cells ignored
 
     def metrics(self) -> list[str]:
         return sorted({m for v in self.values.values() for m in v})
@@ -228,70 +272,82 @@ def _key(row: dict) -> tuple:
     raise ValueError("no task_id, record_key or query_id")
 
 
+def _aggregate(vals: list[float], aggregator: str) -> float:
+    return float(statistics.median(vals) if aggregator == "median" else sum(vals) / len(vals))
+
+
 def _read_mtrag(data: dict, path: str) -> HumanRatings:
+    """MT-RAG's human-evaluation layout: the human metrics' annotators per (task_id, model_id),
+    categorical values mapped to their ``numeric_value`` and reduced by the metric's aggregator."""
     out = HumanRatings(path, "mtrag-human-evaluation")
     declared = {m.get("name"): m for m in data.get("metrics") or [] if isinstance(m, dict)}
     human = {n for n, m in declared.items() if m.get("author") == "human"} if declared else None
     for m in declared.values():
         if m.get("values"):
-            out.scales[m["name"]] = sorted(v["numeric_value"] for v in m["values"] if "numeric_value" in v)
-    for i, ev in enumerate(data.get("evaluations") or []):
+            out.scales[m["name"]] = sorted(float(v["numeric_value"]) for v in m["values"]
+                                           if isinstance(v, dict) and _num(v.get("numeric_value")) is not None)
+    collected: dict[tuple, dict[str, list[float]]] = {}
+    for ev in data.get("evaluations") or []:
         if not isinstance(ev, dict) or not isinstance(ev.get("annotations"), dict) or ev.get("task_id") is None:
             out.skipped += 1
             continue
-        key = ("task", str(ev["task_id"]), str(ev["model_id"]) if ev.get("model_id") else None)
+        key = ("task", str(ev["task_id"]), str(ev["model_id"]) if ev.get("model_id") not in (None, "") else None)
         for metric, by_annotator in ev["annotations"].items():
-            if human is not None and metric not in human:
+            if (human is not None and metric not in human) or not isinstance(by_annotator, dict):
                 continue
-            if not isinstance(by_annotator, dict):
-                continue
-            spec = declared.get(metric, {})
-            mapping = {str(v.get("value")): v.get("numeric_value") for v in spec.get("values") or []}
-            vals = []
+            mapping = {str(v.get("value")): v.get("numeric_value") for v in declared.get(metric, {}).get("values") or []
+                       if isinstance(v, dict)}
             for annotator, a in by_annotator.items():
-                if human is None and annotator in _PSEUDO_ANNOTATORS:
+                if annotator in _PSEUDO_ANNOTATORS:  # algorithmic values stored beside the humans'
                     continue
                 raw = a.get("value") if isinstance(a, dict) else a
                 v = _num(mapping.get(str(raw), raw))
                 if v is not None:
-                    vals.append(v)
-            if not vals:
-                continue
+                    collected.setdefault(key, {}).setdefault(metric, []).append(v)
+    for key, by_metric in collected.items():
+        for metric, vals in by_metric.items():
+            spec = declared.get(metric, {})
             agg = spec.get("aggregator") or ("median" if spec.get("type") == "categorical" else "average")
-            value = statistics.median(vals) if agg == "median" else sum(vals) / len(vals)
-            out.values.setdefault(key, {})[metric] = float(value)
+            out.values.setdefault(key, {})[metric] = _aggregate(vals, agg)
             out.annotators.setdefault(key, {})[metric] = len(vals)
     return out
 
 
 def _read_rows(rows: Iterable[dict], path: str, layout: str) -> HumanRatings:
+    """Plain label columns; several rows for one record (one per annotator) are averaged."""
     out = HumanRatings(path, layout)
+    collected: dict[tuple, dict[str, list[float]]] = {}
     for i, row in enumerate(rows):
         try:
             key = _key(row)
         except ValueError as e:
             raise UserError(f"{path}: row {i + 1}: {e}") from None
         for col, raw in row.items():
-            if col in _ID_COLUMNS or raw in (None, ""):
+            if col is None or col in _ID_COLUMNS or col in _ANNOTATOR_COLUMNS or raw in (None, ""):
                 continue
             v = _num(raw)
             if v is None:
-                out.skipped += 1
+                out.non_numeric[col] = out.non_numeric.get(col, 0) + 1
                 continue
-            out.values.setdefault(key, {})[col] = v
-            out.annotators.setdefault(key, {})[col] = 1
+            collected.setdefault(key, {}).setdefault(col, []).append(v)
+    for key, by_metric in collected.items():
+        for col, vals in by_metric.items():
+            out.values.setdefault(key, {})[col] = sum(vals) / len(vals)
+            out.annotators.setdefault(key, {})[col] = len(vals)
     return out
 
 
 def read_human(path: str) -> HumanRatings:
-    """Human ratings from ``path`` (MT-RAG human-evaluation JSON, JSONL or CSV label columns)."""
+    """Human ratings from ``path``: MT-RAG human-evaluation JSON, a JSON list of row objects,
+    JSONL rows, or CSV (by the ``.csv`` suffix) with label columns."""
     if not os.path.isfile(path):
         raise UserError(f"--human {path}: no such file")
     try:
-        if path.endswith(".csv"):
-            with open(path, newline="", encoding="utf-8") as fh:
-                return _read_rows(list(csv.DictReader(fh)), path, "csv")
-        with open(path, encoding="utf-8") as fh:
+        if path.lower().endswith(".csv"):
+            with open(path, newline="", encoding="utf-8-sig") as fh:  # -sig: spreadsheets' byte-order mark
+                rows = list(csv.DictReader(fh))
+            return _read_rows(rows, path, "csv")
+        with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise UserError(f"--human {path}: cannot read: {e}") from None
@@ -301,6 +357,10 @@ def read_human(path: str) -> HumanRatings:
         data = None
     if isinstance(data, dict) and "evaluations" in data:
         return _read_mtrag(data, path)
+    if isinstance(data, list):
+        if not all(isinstance(r, dict) for r in data):
+            raise UserError(f"--human {path}: a JSON list must hold one object per rated record")
+        return _read_rows(data, path, "json")
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
@@ -312,8 +372,6 @@ def read_human(path: str) -> HumanRatings:
             if not isinstance(obj, dict):
                 raise UserError(f"--human {path}: line {n} is not a JSON object")
             rows.append(obj)
-    if isinstance(data, list):
-        rows = [r for r in data if isinstance(r, dict)]
     return _read_rows(rows, path, "jsonl")
 
 
@@ -346,9 +404,18 @@ def parse_pairs(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _describe(key: tuple) -> str:
+    if key[0] == "record_key":
+        return f"record_key={key[1]}"
+    names = ("query_id", "query_run", "model_id") if key[0] == "query" else ("task_id", "model_id")
+    return ", ".join(f"{n}={v}" for n, v in zip(names, key[1:]) if v is not None)
+
+
 def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boot: int = 1000,
               seed: int = 0) -> dict:
-    """Agreement between a run's per-record metrics and human ratings (see the module docstring)."""
+    """Agreement between a run's per-record metrics and human ratings (see the module docstring):
+    ``{"rows": [{"human", "metric", "model", "n", "excluded_error", "excluded_null",
+    "annotators_mean", "spearman": {...}, ...}], "records": {...}, ...}``."""
     from ragscale.io.output import iter_records
     from ragscale.report.summary import record_scalar
 
@@ -360,18 +427,26 @@ def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boo
         raise UserError(f"--human {human_path}: no human ratings found")
     explicit = parse_pairs(pairs)
     run_metrics: set[str] = set()
-    matched: list[tuple[dict, dict]] = []  # (run record, human values)
+    matched: list[tuple[dict, tuple]] = []  # (run record, human key)
+    used: set[tuple] = set()
     total = errored = 0
-    for rec in iter_records(records_path):
-        total += 1
-        run_metrics |= set((rec.get("metrics") or {}).keys())
-        hv = next((human.values[k] for k in _run_keys(rec) if k in human.values), None)
-        if hv is None:
-            continue
-        if rec.get("error"):
-            errored += 1
-            continue
-        matched.append((rec, hv))
+    example_run: tuple | None = None
+    try:
+        for rec in iter_records(records_path):
+            if not isinstance(rec, dict):
+                raise ValueError("not an object")
+            total += 1
+            run_metrics |= set((rec.get("metrics") or {}).keys())
+            keys = _run_keys(rec)
+            example_run = example_run or (keys[-1] if keys else None)
+            key = next((k for k in keys if k in human.values), None)
+            if key is None:
+                continue
+            used.add(key)
+            errored += bool(rec.get("error"))
+            matched.append((rec, key))
+    except ValueError as e:
+        raise UserError(f"{records_path}: line {total + 1} is not a JSON record: {e}") from None
     hnames = human.metrics()
     chosen: dict[str, str] = {}
     lower = {m.lower(): m for m in run_metrics}
@@ -391,32 +466,47 @@ def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boo
         raise UserError(f"no metric pairs: the human metrics ({', '.join(hnames)}) share no name with the run's "
                         f"({', '.join(sorted(run_metrics))}); map them with --pair HUMAN=METRIC")
     if not matched:
-        raise UserError(f"no record of {run_dir} has human ratings in {human_path} "
-                        f"({total} run records; match on task_id [+ model_id], record_key or query_id/query_run)")
+        hint = f"; e.g. human {_describe(next(iter(human.values)))}"
+        hint += f" vs run {_describe(example_run)}" if example_run else ""
+        raise UserError(f"no record of {run_dir} has human ratings in {human_path} ({total} run records; match on "
+                        f"task_id [+ model_id], record_key or query_id/query_run{hint})")
     rows = []
-    for h, m in chosen.items():
-        groups: dict[str, tuple[list, list]] = {}
-        excluded = 0
-        for rec, hv in matched:
-            hval = hv.get(h)
-            mval = record_scalar(m, (rec.get("metrics") or {}).get(m))
-            if hval is None or mval is None:
-                excluded += 1
+    for h, m in chosen.items():  # which statistics apply is decided once per pair, on all its records
+        groups: dict[str, dict] = {}
+        for rec, key in matched:
+            hval = human.values[key].get(h)
+            if hval is None:  # not rated on this metric
                 continue
+            mval = None if rec.get("error") else record_scalar(m, (rec.get("metrics") or {}).get(m))
             for g in (rec.get("model_id") or "?", ALL):
-                groups.setdefault(g, ([], []))
-                groups[g][0].append(hval)
-                groups[g][1].append(mval)
+                acc = groups.setdefault(g, {"h": [], "m": [], "annotators": 0, "error": 0, "null": 0})
+                if rec.get("error"):
+                    acc["error"] += 1
+                elif mval is None:
+                    acc["null"] += 1
+                else:
+                    acc["h"].append(hval)
+                    acc["m"].append(mval)
+                    acc["annotators"] += human.annotators[key][h]
+        every = groups.get(ALL, {"h": [], "m": []})
+        kinds = {"categorical": is_categorical(every["h"], every["m"], human.scales.get(h)),
+                 "binary": is_binary(every["h"], every["m"])}
         for g in sorted(groups, key=lambda g: (g == ALL, g)):
-            hs, ms = groups[g]
-            rows.append({"human": h, "metric": m, "model": g, "n": len(hs), "excluded_null": excluded,
-                         **statistics_for(hs, ms, scale=human.scales.get(h), n_boot=n_boot, seed=seed)})
-        if not groups:
-            rows.append({"human": h, "metric": m, "model": ALL, "n": 0, "excluded_null": excluded,
-                         "spearman": {"value": None, "ci": None, "reason": "no record has both values"}})
-    return {"run_dir": os.path.abspath(run_dir), "human": {"path": os.path.abspath(human_path), "layout": human.layout,
-                                                             "records": len(human.values), "skipped": human.skipped},
-            "records": {"run": total, "matched": len(matched) + errored, "errored_excluded": errored},
+            acc = groups[g]
+            n = len(acc["h"])
+            row = {"human": h, "metric": m, "model": g, "n": n, "excluded_error": acc["error"],
+                   "excluded_null": acc["null"], "annotators_mean": acc["annotators"] / n if n else None}
+            if n:
+                row.update(statistics_for(acc["h"], acc["m"], scale=human.scales.get(h), n_boot=n_boot,
+                                          seed=seed, **kinds))
+            else:
+                row["spearman"] = {"value": None, "ci": None, "reason": "no rated record has a value of the metric"}
+            rows.append(row)
+    return {"run_dir": os.path.abspath(run_dir),
+            "human": {"path": os.path.abspath(human_path), "layout": human.layout, "records": len(human.values),
+                      "unmatched": len(human.values) - len(used), "skipped": human.skipped,
+                      "non_numeric": human.non_numeric},
+            "records": {"run": total, "matched": len(matched), "errored_excluded": errored},
             "bootstrap": {"replicates": n_boot, "seed": seed, "confidence": 0.95, "method": "percentile"},
             "pairs": chosen, "rows": rows}
 
@@ -431,13 +521,22 @@ def _fmt(entry: dict | None) -> str:
 
 
 def to_markdown(result: dict) -> str:
-    """The agreement table: one row per (human metric, run metric, model)."""
+    """The agreement table (one row per human metric, run metric and model; value [95% CI],
+    "–" where a statistic does not apply), then why any "n/a" is undefined."""
     head = ["human", "metric", "model", "n", *STATS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes = []
     for r in result["rows"]:
         lines.append("| " + " | ".join([r["human"], r["metric"], r["model"], str(r["n"]),
                                         *(_fmt(r.get(s)) for s in STATS)]) + " |")
-    return "\n".join(lines)
+        reasons = dict.fromkeys(r[s]["reason"] for s in STATS if r.get(s) and r[s].get("reason"))
+        if reasons:
+            notes.append(f"- n/a for {r['human']} vs {r['metric']}, {r['model']}: {'; '.join(reasons)}")
+        excluded = [f"{r[k]} {what}" for k, what in (("excluded_error", "with an error"),
+                                                      ("excluded_null", "with a null metric")) if r.get(k)]
+        if excluded and r["model"] == ALL:
+            notes.append(f"- {r['human']} vs {r['metric']}: rated records left out: {', '.join(excluded)}")
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def write_outputs(result: dict, out_dir: str) -> dict[str, str]:
@@ -448,14 +547,16 @@ def write_outputs(result: dict, out_dir: str) -> dict[str, str]:
         json.dump(result, fh, indent=2)
     with open(paths["csv"], "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["human", "metric", "model", "n", *(f"{s}{x}" for s in STATS for x in ("", "_ci_low", "_ci_high"))])
+        w.writerow(["human", "metric", "model", "n", "excluded_error", "excluded_null", "annotators_mean",
+                    *(f"{s}{x}" for s in STATS for x in ("", "_ci_low", "_ci_high"))])
         for r in result["rows"]:
             cells = []
             for s in STATS:
                 e = r.get(s) or {}
                 ci = e.get("ci") or [None, None]
                 cells += [e.get("value"), ci[0], ci[1]]
-            w.writerow([r["human"], r["metric"], r["model"], r["n"], *cells])
+            w.writerow([r["human"], r["metric"], r["model"], r["n"], r.get("excluded_error"), r.get("excluded_null"),
+                        r.get("annotators_mean"), *cells])
     with open(paths["md"], "w") as fh:
         fh.write(to_markdown(result) + "\n")
     plot(result, paths["png"])
@@ -481,7 +582,10 @@ def plot(result: dict, path: str) -> None:
             lo, hi = e["ci"] or (e["value"], e["value"])
             ax.errorbar(e["value"], y, xerr=[[e["value"] - lo], [hi - e["value"]]], fmt="o",
                         color="black" if r["model"] == ALL else "tab:blue", capsize=3)
+            ax.annotate(f"{e['value']:.2f}", (e["value"], y), textcoords="offset points", xytext=(0, 5),
+                        ha="center", fontsize=7)
         ax.set_yticks(range(len(rows)), [f"{r['model']} (n={r['n']})" for r in rows])
+        ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.axvline(0, color="grey", lw=0.8, ls=":")
         ax.set_xlim(-1.05, 1.05)
         ax.set_title(f"{h} (human) vs {m}: Spearman rho, 95% bootstrap CI", fontsize=9)

@@ -29,22 +29,46 @@ DATA = [
 def test_spearman_and_kendall_match_scipy(x, y):
     assert ag.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
     assert ag.kendall_tau_b(x, y) == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
-    assert ag.kendall_tau_b(x, y, block=3) == pytest.approx(ag.kendall_tau_b(x, y), abs=1e-12)
 
 
-def test_random_against_scipy():
-    rng = np.random.default_rng(1)
-    x = rng.integers(1, 5, 300).astype(float)
-    y = x + rng.normal(0, 1.5, 300).round(1)
-    assert ag.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
-    assert ag.kendall_tau_b(x, y) == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
+@pytest.mark.parametrize("n", [2, 3, 7, 8, 9, 300, 1025])
+def test_random_against_scipy(n):
+    rng = np.random.default_rng(n)
+    x = rng.integers(1, 5, n).astype(float)  # heavy ties on x
+    for y in (x + rng.normal(0, 1.5, n).round(1), rng.integers(0, 3, n) * 0.5, rng.normal(size=n)):
+        if len(set(y)) < 2 or len(set(x)) < 2:
+            continue
+        assert ag.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+        assert ag.kendall_tau_b(x, y) == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
+
+
+def test_perfect_agreement_and_disagreement():
+    x = [1, 2, 2, 3, 4]
+    assert ag.spearman(x, [10, 20, 20, 30, 40]) == pytest.approx(1.0)
+    assert ag.kendall_tau_b(x, [10, 20, 20, 30, 40]) == pytest.approx(1.0)
+    assert ag.spearman(x, [4, 3, 3, 2, 1]) == pytest.approx(-1.0)
+    assert ag.kendall_tau_b(x, [4, 3, 3, 2, 1]) == pytest.approx(-1.0)
+
+
+def test_inversions_by_brute_force():
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 5, 16, 33):
+        r = rng.integers(0, 4, n)
+        assert ag._inversions(r) == sum(int(r[i] > r[j]) for i in range(n) for j in range(i + 1, n))
 
 
 def test_undefined_statistics_are_none():
     assert ag.spearman([1, 1, 1], [1, 2, 3]) is None and ag.kendall_tau_b([1, 2, 3], [5, 5, 5]) is None
-    assert ag.spearman([1], [2]) is None
+    assert ag.spearman([1], [2]) is None and ag.kendall_tau_b([], []) is None
     out = ag.statistics_for([2, 2, 2], [1, 2, 3], n_boot=10)
     assert out["spearman"]["value"] is None and out["spearman"]["reason"] == "the human ratings are constant"
+    assert out["kendall"]["value"] is None and out["kendall"]["ci"] is None
+    out = ag.statistics_for([1, 0, 1], [1, 1, 1], n_boot=10)
+    assert out["spearman"]["reason"] == "the metric is constant"
+    assert out["kappa"]["value"] == 0.0  # one constant side: kappa is defined, no better than chance
+    out = ag.statistics_for([1], [1], n_boot=10)  # one record: nothing is defined
+    assert all(e["value"] is None and "need at least 2" in e["reason"] for e in out.values())
+    assert ag.statistics_for([1, 1], [1, 1], n_boot=10)["kappa"]["reason"] == "both sides are constant"
 
 
 def test_cohen_kappa_by_hand():
@@ -67,6 +91,16 @@ def test_quadratic_kappa_by_hand():
     w = np.array([[(a - b) ** 2 / 4 for b in range(3)] for a in range(3)])
     exp_w = float((w * np.outer(row, col)).sum())
     assert ag.cohen_kappa(h, j, "quadratic") == pytest.approx(1 - obs_w / exp_w)
+    # weights are the values' squared distances: a category nobody used (2) still counts as between 1 and 3
+    h, j = [1, 3, 4, 4, 1], [1, 4, 4, 3, 3]
+    obs = np.zeros((3, 3))
+    cats = [1, 3, 4]
+    for a, b in zip(h, j):
+        obs[cats.index(a), cats.index(b)] += 1 / 5
+    w = np.array([[(a - b) ** 2 for b in cats] for a in cats])
+    expected = 1 - (w * obs).sum() / (w * np.outer(obs.sum(1), obs.sum(0))).sum()
+    assert ag.cohen_kappa(h, j, "quadratic") == pytest.approx(expected)
+    assert ag.cohen_kappa([1, 2, 3, 4], [1, 2, 3, 4], "quadratic") == 1.0
 
 
 def test_which_statistics_apply():
@@ -85,9 +119,19 @@ def test_bootstrap_ci_is_deterministic_and_brackets_the_estimate():
     a = ag.statistics_for(x, y, n_boot=300, seed=7)
     b = ag.statistics_for(x, y, n_boot=300, seed=7)
     assert a == b
-    lo, hi = a["spearman"]["ci"]
-    assert lo < a["spearman"]["value"] < hi and -1 <= lo and hi <= 1
-    assert ag.statistics_for(x, y, n_boot=300, seed=8)["spearman"]["ci"] != [lo, hi]
+    for s in ("spearman", "kendall"):
+        lo, hi = a[s]["ci"]
+        assert lo < a[s]["value"] < hi and -1 <= lo and hi <= 1 and a[s]["boot_undefined"] == 0
+    assert ag.statistics_for(x, y, n_boot=300, seed=8)["spearman"]["ci"] != a["spearman"]["ci"]
+    assert ag.statistics_for(x, y, n_boot=0)["spearman"]["ci"] is None
+
+
+def test_bootstrap_skips_and_counts_degenerate_replicates():
+    # 3 records, one of them the only 1: many resamples have a constant side
+    out = ag.statistics_for([0, 0, 1], [0.1, 0.2, 0.9], n_boot=200, seed=1)
+    e = out["spearman"]
+    assert e["value"] == pytest.approx(stats.spearmanr([0, 0, 1], [0.1, 0.2, 0.9]).statistic)
+    assert 0 < e["boot_undefined"] < 200 and e["ci"] is not None
 
 
 MTRAG_HUMAN = {
@@ -103,6 +147,7 @@ MTRAG_HUMAN = {
         {"task_id": "t2", "model_id": "m", "annotations": {"faithfulness": {"a": {"value": "1"}, "b": {"value": "2"}}}},
         {"task_id": "t3", "model_id": "m", "annotations": {"faithfulness": {"a": {"value": "4"}}}},
         {"task_id": "t1", "model_id": "other", "annotations": {"faithfulness": {"a": {"value": "1"}}}},
+        {"model_id": "m", "annotations": {}},  # no task_id: skipped
     ],
 }
 
@@ -115,7 +160,13 @@ def test_mtrag_layout_reader(tmp_path):
     assert h.values[("task", "t1", "m")] == {"faithfulness": 3.0}  # median of 4, 2, 3
     assert h.values[("task", "t2", "m")] == {"faithfulness": 1.5}
     assert h.annotators[("task", "t1", "m")]["faithfulness"] == 3
-    assert h.scales["faithfulness"] == [1, 2, 3, 4]
+    assert h.scales["faithfulness"] == [1, 2, 3, 4] and h.skipped == 1
+    # without `metrics`: human annotators are all but the system/composite pseudo-annotators
+    bare = {"evaluations": [{"task_id": "t1", "annotations": {
+        "quality": {"a": {"value": 2}, "b": {"value": 4}}, "rl_f": {"composite": {"value": 0.7}}}}]}
+    p.write_text(json.dumps(bare))
+    h = ag.read_human(str(p))
+    assert h.values == {("task", "t1", None): {"quality": 3.0}} and h.annotators[("task", "t1", None)] == {"quality": 2}
 
 
 def test_real_mtrag_human_file(tmp_path):
@@ -130,6 +181,20 @@ def test_real_mtrag_human_file(tmp_path):
     h = ag.read_human(str(p))
     assert set(h.metrics()) == {"naturalness", "appropriateness", "completeness", "faithfulness", "win-rate"}
     assert len(h.values) == 477 and all(1 <= v["faithfulness"] <= 4 for v in h.values.values() if "faithfulness" in v)
+    assert {n for a in h.annotators.values() for n in a.values()} == {2, 3}
+    # the file's own RL_F (composite) as a run: agreement with the human faithfulness ratings
+    data = json.loads(blob)
+    recs = [{"task_id": e["task_id"], "model_id": e["model_id"],
+             "metrics": {"RL_F": [e["annotations"]["rl_f"]["composite"]["value"]]}}
+            for e in data["evaluations"] if "rl_f" in e["annotations"]]
+    run = write_run(tmp_path / "run", recs)
+    res = ag.agreement(run, str(p), ["faithfulness=RL_F"], n_boot=100)
+    overall = [r for r in res["rows"] if r["model"] == "ALL"][0]
+    hum = [h.values[("task", r["task_id"], r["model_id"])]["faithfulness"] for r in recs]
+    assert overall["n"] == len(recs) == 477 and 2 <= overall["annotators_mean"] <= 3
+    rl_f = [r["metrics"]["RL_F"][0] for r in recs]
+    assert overall["spearman"]["value"] == pytest.approx(stats.spearmanr(hum, rl_f).statistic)
+    assert overall["spearman"]["value"] > 0.3 and "kappa" not in overall  # RL_F is not on the 1-4 scale
 
 
 def write_run(run_dir, records):
@@ -199,3 +264,69 @@ def test_parse_pairs():
     assert ag.parse_pairs(["faithfulness = RL_F", "a=b"]) == {"faithfulness": "RL_F", "a": "b"}
     with pytest.raises(UserError):
         ag.parse_pairs(["=x"])
+
+
+def test_plain_reader_aggregates_annotators_and_formats(tmp_path):
+    p = tmp_path / "h.csv"  # a spreadsheet export: byte-order mark, one row per annotator, a text column
+    p.write_bytes("\ufefftask_id,model_id,annotator_id,correct,score,comment\n"
+                  "t1,a,ann1,1,4,fine\nt1,a,ann2,0,3,\nt2,,ann1,yes,2,meh\n".encode("utf-8"))
+    h = ag.read_human(str(p))
+    assert h.values[("task", "t1", "a")] == {"correct": 0.5, "score": 3.5}  # mean of the annotators
+    assert h.annotators[("task", "t1", "a")] == {"correct": 2, "score": 2}
+    assert h.values[("task", "t2", None)] == {"correct": 1.0, "score": 2.0}
+    assert h.non_numeric == {"comment": 2} and "annotator_id" not in h.metrics()
+    j = tmp_path / "h.json"  # a JSON list of rows, pretty-printed
+    j.write_text(json.dumps([{"record_key": "k1", "x": 1}, {"query_id": "q", "query_run": 2, "x": 0}], indent=2))
+    h = ag.read_human(str(j))
+    assert h.layout == "json" and h.values == {("record_key", "k1"): {"x": 1.0}, ("query", "q", "2", None): {"x": 0.0}}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"model_id": "a", "x": 1}) + "\n")
+    with pytest.raises(UserError, match="row 1: no task_id"):
+        ag.read_human(str(bad))
+
+
+def test_join_keys_exclusions_and_per_pair_statistics(tmp_path):
+    recs = [{"task_id": f"t{t}", "model_id": m, "metrics": {"judge": [float(t % 4 + 1)] if t != 5 else [None]}}
+            for m in ("a", "b") for t in range(8)]
+    recs.append({"task_id": "t1", "model_id": "a", "metrics": {}, "error": {"stage": "judge", "message": "boom"}})
+    recs.append({"query_id": "q1", "query_run": 1, "model_id": "trec", "metrics": {"judge": 2.0}})
+    run = write_run(tmp_path / "run", recs)
+    rows = [{"task_id": f"t{t}", "judge": t % 4 + 1} for t in range(8)]  # no model_id: every model
+    rows[2]["model_id"] = "a"  # model-specific: only a's t2
+    rows.append({"task_id": "t2", "model_id": "b", "judge": 1})
+    rows.append({"task_id": "unrated", "judge": 2})
+    rows.append({"query_id": "q1", "query_run": "1", "judge": 2})
+    (tmp_path / "h.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = ag.agreement(run, str(tmp_path / "h.jsonl"), n_boot=50)  # same-named metric: judge=judge
+    assert res["pairs"] == {"judge": "judge"} and res["human"]["unmatched"] == 1
+    assert res["records"] == {"run": 18, "matched": 18, "errored_excluded": 1}
+    by = {r["model"]: r for r in res["rows"]}
+    assert set(by) == {"a", "b", "trec", "ALL"}
+    assert (by["a"]["n"], by["a"]["excluded_null"], by["a"]["excluded_error"]) == (7, 1, 1)
+    assert (by["b"]["n"], by["b"]["excluded_null"]) == (7, 1)
+    assert by["ALL"]["n"] == 15 and by["ALL"]["excluded_null"] == 2 and by["ALL"]["annotators_mean"] == 1
+    assert by["a"]["kappa"]["value"] == 1.0  # a: perfect on 1-4 labels
+    # b's t2 is rated 1 against 3: kappa and spearman below 1; applicability is the pair's, so trec (n=1) has kappa too
+    assert by["b"]["kappa"]["value"] < 1 and by["b"]["spearman"]["value"] < 1
+    assert by["trec"]["kappa"]["value"] is None and "need at least 2" in by["trec"]["kappa"]["reason"]
+    assert "accuracy" not in by["ALL"]
+    md = ag.to_markdown(res)
+    assert "n/a for judge vs judge, trec: 1 paired record(s)" in md and "1 with an error, 2 with a null metric" in md
+
+
+def test_cli_unreadable_records_and_unwritable_output(tmp_path):
+    run = write_run(tmp_path / "run", [{"task_id": "t1", "model_id": "a", "metrics": {"x": [0.5]}}])
+    with open(os.path.join(run, "records.jsonl"), "a") as fh:
+        fh.write("[1, 2]\n")
+    (tmp_path / "h.jsonl").write_text(json.dumps({"task_id": "t1", "x": 1}) + "\n")
+    with pytest.raises(UserError, match="line 2 is not a JSON record"):
+        ag.agreement(run, str(tmp_path / "h.jsonl"))
+    run = write_run(tmp_path / "run2", [{"task_id": f"t{i}", "model_id": "a", "metrics": {"x": [i / 3]}}
+                                        for i in range(3)])
+    (tmp_path / "h.jsonl").write_text("".join(json.dumps({"task_id": f"t{i}", "x": i}) + "\n" for i in range(3)))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = subprocess.run([sys.executable, "-m", "ragscale.agree", run, "--human", str(tmp_path / "h.jsonl"),
+                          "--bootstrap", "10", "--output", str(blocker / "sub")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
