@@ -13,6 +13,8 @@ detection) so that any dataset can supply them::
           - {name: has_yes, any: ["yes"]}                   # any phrase appears (case-insensitive, whole words)
           - {name: mentions_rule, pattern: "rule\\s+c-\\d"}  # a regular expression matches (case-insensitive)
           - {name: big_difference, range: [30, null]}       # some number lies in the range (null = open end)
+          - {name: has_difference_36, range: [30, null], within: "difference[^.]*"}  # only numbers inside
+                                 # the regex's matches count (group 1 when it has one): "difference of 36 (or > 30)"
         list_items: ["Rule C-1", "Rule C-2"]                # rules_coverage = share of items mentioned
         correct: [has_604]       # is_correct = these facts hold and no cannot-calculate phrase occurs
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragscale.errors import UserError
-from ragscale.metrics.custom import normalize, numbers
+from ragscale.metrics.custom import contains_phrase, normalize, numbers
 
 DEFAULT_CANNOT_CALCULATE = (
     "cannot calculate", "can't calculate", "cannot be calculated", "unable to calculate", "not able to calculate",
@@ -38,7 +40,7 @@ DEFAULT_CANNOT_CALCULATE = (
     "insufficient information", "do not have enough information", "don't have enough information",
 )
 _FACT_KINDS = ("any", "pattern", "number", "range")
-_FACT_KEYS = {"name", "tolerance", *_FACT_KINDS}
+_FACT_KEYS = {"name", "tolerance", "within", *_FACT_KINDS}
 _QUESTION_KEYS = {"id", "question", "facts", "list_items", "correct", "cannot_calculate"}
 _TOP_KEYS = {"version", "cannot_calculate", "questions"}
 
@@ -49,6 +51,7 @@ class Fact:
     kind: str  # any | pattern | number | range
     value: Any
     tolerance: float = 0.0
+    within: str | None = None  # number/range facts: only numbers inside this regex's matches count
 
     def holds(self, answer: str, answer_numbers: list[float]) -> bool:
         """Whether the fact holds in the answer (see the module docstring)."""
@@ -56,6 +59,9 @@ class Fact:
             return any(_phrase_in(p, answer) for p in self.value)
         if self.kind == "pattern":
             return re.search(self.value, answer, re.IGNORECASE) is not None
+        if self.within is not None:
+            answer_numbers = [n for m in re.finditer(self.within, answer, re.IGNORECASE)
+                              for n in numbers(m.group(1) if m.re.groups and m.group(1) is not None else m.group(0))]
         if self.kind == "number":
             return any(math.isclose(n, self.value, rel_tol=0.0, abs_tol=self.tolerance + 1e-9) for n in answer_numbers)
         lo, hi = self.value
@@ -89,12 +95,7 @@ class Expectations:
         return None
 
 
-def _phrase_in(phrase: str, text: str) -> bool:
-    """``phrase`` occurs in ``text`` as whole words (case-insensitive, whitespace-insensitive)."""
-    words = [re.escape(w) for w in phrase.split()]
-    if not words:
-        return False
-    return re.search(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", text, re.IGNORECASE) is not None
+_phrase_in = contains_phrase  # whole words, case-insensitive, any whitespace between words
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -118,7 +119,8 @@ def _fact(raw: Any, where: str) -> Fact:
         raise UserError(f"{where} must be a mapping like {{name: has_604, number: 604}}")
     unknown = set(raw) - _FACT_KEYS
     if unknown:
-        raise UserError(f"{where}: unknown key(s) {sorted(unknown)}; a fact has name and one of {list(_FACT_KINDS)}")
+        raise UserError(f"{where}: unknown key(s) {sorted(unknown)}; a fact has name, one of {list(_FACT_KINDS)}, "
+                        "optionally tolerance (number) and within (number, range)")
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise UserError(f"{where} needs a name")
@@ -127,15 +129,19 @@ def _fact(raw: Any, where: str) -> Fact:
         raise UserError(f"{where} ({name}) needs exactly one of {list(_FACT_KINDS)}, got {kinds or 'none'}")
     kind, value = kinds[0], raw[kinds[0]]
     tolerance = _number(raw.get("tolerance", 0.0), f"{where} ({name}).tolerance")
+    if tolerance < 0:
+        raise UserError(f"{where} ({name}).tolerance must be >= 0, got {tolerance:g}")
+    if "tolerance" in raw and kind != "number":
+        raise UserError(f"{where} ({name}): tolerance applies to a number fact only")
+    within = raw.get("within")
+    if within is not None:
+        if kind not in ("number", "range"):
+            raise UserError(f"{where} ({name}): within applies to a number or range fact only")
+        _regex(within, f"{where} ({name}).within")
     if kind == "any":
         value = _strings(value, f"{where} ({name}).any")
     elif kind == "pattern":
-        if not isinstance(value, str):
-            raise UserError(f"{where} ({name}).pattern must be a string")
-        try:
-            re.compile(value)
-        except re.error as e:
-            raise UserError(f"{where} ({name}).pattern is not a valid regular expression: {e}") from None
+        _regex(value, f"{where} ({name}).pattern")
     elif kind == "number":
         value = _number(value, f"{where} ({name}).number")
     else:
@@ -144,7 +150,18 @@ def _fact(raw: Any, where: str) -> Fact:
         value = (_number(value[0], f"{where} ({name}).range[0]", True), _number(value[1], f"{where} ({name}).range[1]", True))
         if value == (None, None):
             raise UserError(f"{where} ({name}).range needs at least one bound")
-    return Fact(name.strip(), kind, value, float(tolerance or 0.0))
+        if None not in value and value[0] > value[1]:
+            raise UserError(f"{where} ({name}).range is empty: {value[0]:g} > {value[1]:g}")
+    return Fact(name.strip(), kind, value, float(tolerance or 0.0), within)
+
+
+def _regex(value: Any, where: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{where} must be a non-empty string (a regular expression)")
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise UserError(f"{where} is not a valid regular expression: {e}") from None
 
 
 def parse_expectations(data: Any, path: str, sha256: str = "") -> Expectations:

@@ -20,8 +20,11 @@ open is made here and stated in docs/metrics.md ("Custom answer metrics and fact
 Keywords (seed: "capitalized phrases, numbers and percentages, important words"): runs of
 capitalised words optionally followed by a number or code (``Territory 118``, ``Rule C-1``),
 every number (normalised as in ``numbers``), and every word of 4+ letters that is not a stop
-word, all lowercased. A keyword counts as matched when it is among the generated answer's
-keywords, or, for a phrase, when it occurs in the lowercased generated text.
+word, all lowercased. A phrase loses its leading function words (a sentence-initial ``The
+Drought Surcharge`` is ``drought surcharge``; ``In June`` is no phrase) and trailing ``.``/``-``
+(``Rule C-1.`` is ``rule c-1``), and is a phrase only with two or more words left. A keyword
+counts as matched when it is among the generated answer's keywords, or, for a phrase, when it
+occurs in the generated text as whole words (``Territory 118`` is not in ``Territory 1180``).
 """
 
 from __future__ import annotations
@@ -39,8 +42,14 @@ STOP_WORDS = frozenset(
 SOURCE_INDICATORS = ("source:", "table:", "page", "document", "pdf", "according to", "based on", "from")
 
 _NUMBER = re.compile(r"(?<![\w.])([-−+]?)\$?((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)\s?(%?)")
-_PHRASE = re.compile(r"\b[A-Z][A-Za-z]+(?:\s+(?:[A-Z][A-Za-z]+|[A-Z]?-?\d[\w.-]*|[A-Z]-\d+))*")
+# a capitalised word, then capitalised words or numbers/codes on the same line (a dot only inside a code)
+_PHRASE = re.compile(r"\b[A-Z][A-Za-z]+(?:[ \t]+(?:[A-Z][A-Za-z]+|[A-Z]?-?\d(?:[\w-]|\.(?=\w))*))*")
 _WORD = re.compile(r"[A-Za-z]{4,}")
+# words that start a capitalised run without belonging to the phrase (sentence starts): dropped
+_LEADING = STOP_WORDS | frozenset(
+    """a an the in on at of for to by and or but if as is are was be it its our my we you he she they his her
+    yes no not so per see note all any according based""".split()
+)
 
 
 def normalize(text: str) -> str:
@@ -70,9 +79,33 @@ def _num_key(value: float) -> str:
     return f"{value:.10g}"
 
 
+def phrases(text: str) -> set[str]:
+    """Capitalised phrases of ``text``, lowercased: ``Territory 118``, ``Rule C-1``, ``Peak Season
+    Surcharge`` (leading function words and trailing ``.``/``-`` dropped; two words or more)."""
+    out = set()
+    for m in _PHRASE.finditer(text):
+        words = m.group(0).lower().split()
+        while words and words[0] in _LEADING:
+            words.pop(0)
+        if words:
+            words[-1] = words[-1].rstrip(".-")
+        words = [w for w in words if w]
+        if len(words) >= 2:
+            out.add(" ".join(words))
+    return out
+
+
+def contains_phrase(phrase: str, text: str) -> bool:
+    """``phrase`` occurs in ``text`` as whole words (case-insensitive, any whitespace between words)."""
+    words = [re.escape(w) for w in phrase.split()]
+    if not words:
+        return False
+    return re.search(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", text, re.IGNORECASE) is not None
+
+
 def keywords(text: str) -> set[str]:
     """The seed's keywords of ``text``, lowercased: capitalised phrases, numbers, 4+ letter non-stop words."""
-    out = {" ".join(m.group(0).lower().split()) for m in _PHRASE.finditer(text) if " " in m.group(0)}
+    out = phrases(text)
     out |= {_num_key(v) for v in numbers(text)}
     out |= {w.lower() for w in _WORD.findall(text) if w.lower() not in STOP_WORDS}
     return out
@@ -85,8 +118,7 @@ def keyword_coverage(generated: str, expected: str) -> float | None:
     if not want:
         return None
     have = keywords(generated)
-    text = normalize(generated)
-    found = sum(1 for k in want if k in have or (" " in k and k in text))
+    found = sum(1 for k in want if k in have or (" " in k and contains_phrase(k, generated)))
     return found / len(want)
 
 

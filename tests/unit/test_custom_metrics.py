@@ -170,3 +170,87 @@ def test_ragas_layout_records():
         extract_fields({"user_input": "q", "response": " "})
     with pytest.raises(RecordError, match="must be a list"):
         extract_fields({"response": "a", "retrieved_contexts": "c"})
+
+
+def test_phrases_drop_sentence_starts_and_trailing_dots():
+    text = "The Drought Surcharge applies. In June, see Rule C-1. Based on Rule W-7 and Table 2.1 of Harbor City Water"
+    assert custom.phrases(text) == {"drought surcharge", "rule c-1", "rule w-7", "table 2.1", "harbor city water"}
+    assert custom.phrases("Fee\nBackflow") == set()  # a phrase does not run across lines
+    # a sentence-initial "The" no longer hides the phrase: keywords {drought surcharge, drought, surcharge, applies}
+    assert custom.keyword_coverage("* Drought Surcharge", "The Drought Surcharge applies") == 0.75
+
+
+def test_phrase_match_is_whole_words():
+    assert custom.contains_phrase("territory 118", "in Territory\n118 only")
+    assert not custom.contains_phrase("territory 118", "Territory 1180")
+    # keywords {territory 118, 118, territory}: only "territory" is in "Territory 1180"
+    assert custom.keyword_coverage("Territory 1180", "Territory 118") == pytest.approx(1 / 3)
+
+
+def test_custom_metrics_on_a_bundled_record_by_hand():
+    recs = [json.loads(line) for line in open(os.path.join(DATA, "custom_sample.jsonl"))]
+    r = next(r for r in recs if (r["model_id"], r["task_id"]) == ("breeze-3b", "HCW_2"))
+    # reference keywords (18): 4 phrases (drought surcharge, stage 2, peak season surcharge, backflow
+    # inspection fee), 2 numbers (2, 65), 12 words; the answer has peak season surcharge, irrigation,
+    # accounts, peak, season, surcharge -> 6/18; answer 9 words, reference 26 words
+    out = custom.custom_metrics(r["response"], r["reference"], set(custom.CUSTOM_METRICS))
+    assert out == {"exact_match": 0.0, "keyword_coverage": pytest.approx(1 / 3), "number_match": 0.0,
+                   "answer_completeness": pytest.approx((9 / 26 + 1 / 3) / 2), "source_citation": 0.0}
+
+
+def test_numbers_edge_cases():
+    assert custom.numbers("") == []
+    assert custom.numbers("from 5.35-5.10 to 10-20") == [5.35, 5.1, 10.0, 20.0]  # ranges: no minus signs
+    assert custom.numbers("a change of −0.133 % (+5%)") == [-0.133, 5.0]  # Unicode minus, explicit plus
+    assert custom.numbers("$604.") == [604.0]  # a sentence's full stop is not a decimal point
+    assert custom.number_match("", "$604") == 0.0
+    assert custom.keyword_coverage("", "Territory 118") == 0.0
+    assert custom.answer_completeness("", "premium 604") == 0.0
+
+
+def test_fact_within_restricts_the_numbers():
+    exps = _exp([{"id": "EF_2", "facts": [
+        {"name": "any_over_30", "range": [30, None]},
+        {"name": "difference_over_30", "range": [30, None], "within": r"difference[^.]*"},
+        {"name": "difference_36", "number": 36, "within": r"difference of (\S+)"},
+    ]}])
+    exp = exps.find("EF_2", None)
+    scores, details = check(exp, "Territory 118 (GRG 51) vs Territory 117 (GRG 15): a difference of 36.")
+    assert details["facts"] == {"any_over_30": True, "difference_over_30": True, "difference_36": True}
+    # without `within`, 118 satisfies "exceeds 30" although no difference is given
+    scores, details = check(exp, "Territory 118 (GRG 51) vs Territory 117 (GRG 15): the difference is small.")
+    assert details["facts"] == {"any_over_30": True, "difference_over_30": False, "difference_36": False}
+    assert scores["fact_score"] == pytest.approx(1 / 3)
+
+
+def test_bundled_within_fact():
+    exp = load_expectations(os.path.join(DATA, "custom_expectations.yaml")).find("HCW_4", None)
+    assert check(exp, "Yes, from $5.10 to $5.35.")[1]["facts"]["increase_about_5_percent"] is False
+    assert check(exp, "Yes, up 4.9% to $5.35.")[1]["facts"]["increase_about_5_percent"] is True
+
+
+@pytest.mark.parametrize("fact,message", [
+    ({"name": "x", "number": 1, "tolerance": -1}, "tolerance must be >= 0"),
+    ({"name": "x", "range": [1, None], "tolerance": 1}, "tolerance applies to a number fact only"),
+    ({"name": "x", "any": ["y"], "within": "z"}, "within applies to a number or range fact only"),
+    ({"name": "x", "number": 1, "within": "(("}, r"\(x\)\.within is not a valid regular expression"),
+    ({"name": "x", "range": [5, 1]}, "range is empty"),
+    ({"name": "x", "range": [None, None]}, "at least one bound"),
+    ({"name": "x", "any": []}, "non-empty list"),
+])
+def test_fact_validation_errors(fact, message):
+    with pytest.raises(UserError, match=message) as e:
+        _exp([{"id": "q7", "facts": [fact]}])
+    assert "x.yaml: question q7: facts[0]" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_layout_dispatch_does_not_misfire():
+    # an MT-RAG record that also carries a question/answer field is still MT-RAG
+    mtrag = {"predictions": [{"text": "p"}], "targets": [{"text": "t"}], "answer": "x", "question": "q"}
+    assert extract_fields(mtrag)["prediction"] == "p" and answer_of(mtrag) == "p"
+    orag = {"format": "open-rag-eval-csv", "generated_answer": "g", "passages": [], "response": "r"}
+    assert extract_fields(orag)["prediction"] == "g"
+    # ragas' new names win over its legacy ones
+    both = {"response": "new", "answer": "old", "reference": "ref", "ground_truth": "gt", "user_input": "u", "question": "q"}
+    assert extract_fields(both)["prediction"] == "new" and extract_fields(both)["targets"] == ["ref"]
+    assert query_of(both) == "u"
