@@ -17,11 +17,17 @@ JSON (0/1 per label); the untrusted texts are delimited in tags that the prompt 
 
 Only the top-K chunks are labelled (``taxonomy.k``, default 5; ``null`` = every retrieved
 chunk); with fewer than K chunks, K_i is the number retrieved.
+
+A judge output that fails to parse (after the actor's re-asks) leaves its labels missing: the
+metrics that need them are ``null`` and the failure is in judge_errors, while metrics that the
+input's labels alone determine keep their values. Details per judge: retrieval ``{"k", "chunks",
+"sources"[, "failed_chunks", "warning"]}``, answer and generation ``{"labels", "sources"[,
+"k", "failed", "undefined"]}``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
@@ -34,6 +40,7 @@ from ragscale.records import query_of
 VERSION = "ragscale-taxonomy-v1"
 RETRIEVAL, GROUNDING, GENERATION = "taxonomy_retrieval", "taxonomy_grounding", "taxonomy_generation"
 DEFAULT_K = 5
+NO_ANSWER = "no generated answer to annotate and the input lacks some of the family's labels"
 
 
 def _schema(labels: Sequence[str]) -> dict:
@@ -64,7 +71,7 @@ def generation_prompt(conversation: str, answer: str) -> JudgePrompt:
                    f"<conversation>\n{conversation}\n</conversation>\n<answer>\n{answer}\n</answer>\n")
 
 
-def parser(judge: str, labels: Sequence[str]):  # noqa: ANN201
+def parser(judge: str, labels: Sequence[str]) -> Callable[[str], dict[str, int]]:
     """A parser of ``{label: 0|1, ...}`` for ``labels``; anything else raises JudgeParseError."""
 
     def parse(raw: str) -> dict[str, int]:
@@ -133,44 +140,57 @@ def retrieval(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
     answers: list[Any] = (yield [(chunk_prompt(query, chunks[i]), parse) for i in ask]) if ask else []
     failed = []
     for i, ans in zip(ask, answers):
-        if isinstance(ans, Failed):
+        if isinstance(ans, Failed):  # the chunk keeps only its input labels; metrics needing the rest are null
             failed.append(i)
             continue
         for lab in CHUNK_LABELS:
             if lab not in labels[i]:
                 labels[i][lab] = ans[lab]
                 sources[i][lab] = "judge"
-    details = {"k": len(chunks), "chunks": labels, "sources": sources}
+    details: dict[str, Any] = {"k": len(chunks), "chunks": labels, "sources": sources}
+    retrieved = len(row.get("passages") or [])
+    if len(given) > retrieved:  # more labelled chunks than retrieved ones: likely misaligned input
+        details["warning"] = (f"{len(given) - retrieved} input chunk label(s) beyond the {retrieved} retrieved "
+                              "chunks ignored")
     if failed:
         details["failed_chunks"] = failed
-        return JudgeResult({m: None for m in RETRIEVAL_METRICS}, details)
     return JudgeResult(retrieval_scores(labels), details)
 
 
 def _record_family(judge: str, labels_wanted: Sequence[str], obj: dict, prompt: JudgePrompt | None):  # noqa: ANN202
+    """(labels, details) of a record-level family: the input's labels, the judge asked for the
+    rest. The prompt goes out as a one-item fan-out round so that a parse failure comes back as
+    ``Failed``: the input's labels (and the metrics they alone determine) are then kept, and
+    the failure is in judge_errors. ``labels`` is None when labels are missing and there is no
+    prompt (no answer to annotate)."""
     _, given = input_labels(obj)
     labels = {lab: given[lab] for lab in labels_wanted if lab in given}
-    sources = {lab: "input" for lab in labels}
+    details: dict[str, Any] = {"labels": labels, "sources": {lab: "input" for lab in labels}}
     if len(labels) < len(labels_wanted):
         if prompt is None:
-            return None, {"labels": labels, "sources": sources}
-        ans = yield prompt, parser(judge, labels_wanted)
-        for lab in labels_wanted:
-            if lab not in labels:
-                labels[lab] = ans[lab]
-                sources[lab] = "judge"
-    return labels, {"labels": labels, "sources": sources}
+            return None, details
+        (ans,) = yield [(prompt, parser(judge, labels_wanted))]
+        if isinstance(ans, Failed):
+            details["failed"] = ans.reason
+        else:
+            for lab in labels_wanted:
+                if lab not in labels:
+                    labels[lab] = ans[lab]
+                    details["sources"][lab] = "judge"
+    return labels, details
 
 
 def grounding(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
     """Answer labels (input first, else one judge prompt) and the five grounding metrics."""
     answer = row.get("prediction") or ""
-    prompt = answer_prompt(query_of(obj), _top_k(row, k), answer) if answer.strip() else None
+    chunks = _top_k(row, k)
+    prompt = answer_prompt(query_of(obj), chunks, answer) if answer.strip() else None
     labels, details = yield from _record_family(GROUNDING, ANSWER_LABELS, obj, prompt)
     if labels is None:
-        return Undefined("no answer to annotate and no input labels")
+        return Undefined(NO_ANSWER)
+    details["k"] = len(chunks)  # the chunks the answer annotator was shown
     scores = grounding_scores(labels)
-    if scores["ConditionalFabricationRate"] is None:
+    if labels.get("source_cited") == 0:
         details["undefined"] = {"ConditionalFabricationRate": "nothing is cited (source_cited = 0)"}
     return JudgeResult(scores, details)
 
@@ -181,7 +201,7 @@ def generation(obj: dict, row: dict) -> JudgeRun:
     prompt = generation_prompt(_conversation(obj), answer) if answer.strip() else None
     labels, details = yield from _record_family(GENERATION, GENERATION_LABELS, obj, prompt)
     if labels is None:
-        return Undefined("no answer to annotate and no input labels")
+        return Undefined(NO_ANSWER)
     return JudgeResult(generation_scores(labels), details)
 
 

@@ -89,34 +89,47 @@ def ndcg(t: Sequence[int], s: Sequence[int]) -> float | None:
 
 
 def retrieval_scores(chunks: Sequence[dict]) -> dict[str, float | None]:
-    """The seed's six retrieval metrics from the top-K chunks' labels (dicts of CHUNK_LABELS)."""
-    t = [int(c["topically_relevant"]) for c in chunks]
-    s = [int(c["evidence_sufficient"]) for c in chunks]
-    m = [int(c["misleading"]) for c in chunks]
+    """The seed's six retrieval metrics from the top-K chunks' labels (dicts of CHUNK_LABELS).
+
+    A metric is ``None`` when a label it needs is missing on any chunk (e.g. the annotator's
+    output for that chunk failed to parse and the input did not have the label either)."""
+
+    def column(lab: str) -> list[int] | None:
+        return None if any(c.get(lab) is None for c in chunks) else [int(c[lab]) for c in chunks]
+
+    t, s, m = column("topically_relevant"), column("evidence_sufficient"), column("misleading")
     return {
-        "TopicalPrecision@K": topical_precision(t),
-        "SufficiencyHit@K": sufficiency_hit(s),
-        "SufficiencyRate@K": sufficiency_rate(s),
-        "MisleadingContextRate@K": misleading_rate(m),
-        "MRR@K": reciprocal_rank(t),
-        "NDCG@K": ndcg(t, s),
+        "TopicalPrecision@K": topical_precision(t) if t is not None else None,
+        "SufficiencyHit@K": sufficiency_hit(s) if s is not None else None,
+        "SufficiencyRate@K": sufficiency_rate(s) if s is not None else None,
+        "MisleadingContextRate@K": misleading_rate(m) if m is not None else None,
+        "MRR@K": reciprocal_rank(t) if t is not None else None,
+        "NDCG@K": ndcg(t, s) if t is not None and s is not None else None,
     }
 
 
-def conditional_fabrication(source_cited: int, fabricated_source: int) -> float | None:
+def conditional_fabrication(source_cited: int, fabricated_source: int | None) -> float | None:
     """Per example: f_i when z_i = 1, else undefined (``None``), so that the mean over examples
     with a value is Σ z_i f_i / Σ z_i (seed: Conditional Fabrication Rate), and undefined — not
     0 — when nothing is cited."""
-    return float(fabricated_source) if source_cited else None
+    return float(fabricated_source) if source_cited and fabricated_source is not None else None
+
+
+def _label_scores(metrics: dict[str, str], labels: dict) -> dict[str, float | None]:
+    return {m: (None if labels.get(lab) is None else float(labels[lab])) for m, lab in metrics.items()}
 
 
 def grounding_scores(labels: dict) -> dict[str, float | None]:
-    """The seed's five grounding metrics of one example from its ANSWER_LABELS."""
-    out: dict[str, float | None] = {m: float(labels[lab]) for m, lab in GROUNDING_METRICS.items()}
-    out["ConditionalFabricationRate"] = conditional_fabrication(labels["source_cited"], labels["fabricated_source"])
+    """The seed's five grounding metrics of one example from its ANSWER_LABELS (a metric whose
+    label is missing is ``None``)."""
+    out = _label_scores(GROUNDING_METRICS, labels)
+    z = labels.get("source_cited")
+    f = labels.get("fabricated_source")
+    out["ConditionalFabricationRate"] = None if z is None else conditional_fabrication(z, f)
     return out
 
 
 def generation_scores(labels: dict) -> dict[str, float | None]:
-    """The seed's five generation metrics of one example from its GENERATION_LABELS."""
-    return {m: float(labels[lab]) for m, lab in GENERATION_METRICS.items()}
+    """The seed's five generation metrics of one example from its GENERATION_LABELS (a metric
+    whose label is missing is ``None``)."""
+    return _label_scores(GENERATION_METRICS, labels)

@@ -174,3 +174,89 @@ def test_registry():
     assert JUDGED["UnsafeContentRate"] == "taxonomy_generation"
     specs = [JUDGES[n] for n in ("taxonomy_retrieval", "taxonomy_grounding", "taxonomy_generation")]
     assert len(judge_phases(specs)) == 1  # the three families are asked in the same rounds
+
+
+def test_fewer_than_k_chunks_by_hand():
+    # K = 5 but two chunks retrieved: K_i = 2, grades [1, 2] -> DCG = 1/log2(2) + 3/log2(3); ideal [2, 1]
+    judge = Scripted()
+    obj = {**OBJ, "labels": {"chunks": [C(1, 0, 1), C(1, 1, 0)]}}
+    res = drive(tj.retrieval(obj, row(passages=["a", "b"]), k=5), judge)
+    assert judge.prompts == [] and res.details["k"] == 2
+    m = res.metrics
+    assert m["TopicalPrecision@K"] == 1.0 and m["SufficiencyRate@K"] == 0.5 and m["MisleadingContextRate@K"] == 0.5
+    assert m["SufficiencyHit@K"] == 1.0 and m["MRR@K"] == 1.0
+    assert m["NDCG@K"] == pytest.approx((1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3)))
+
+
+def test_dataset_means_nothing_cited_and_all_cited():
+    from ragscale.report.summary import _Acc
+
+    def mean(label_sets):
+        acc = _Acc()
+        for labels in label_sets:
+            acc.add({"error": None, "metrics": tx.grounding_scores(labels)}, list(tx.GROUNDING_METRICS))
+        return acc.to_dict(list(tx.GROUNDING_METRICS))["metrics"]
+
+    base = dict.fromkeys(tx.ANSWER_LABELS, 0)
+    none_cited = mean([base, {**base, "fabricated_source": 1}])
+    assert none_cited["CitationPresenceRate"] == 0.0 and none_cited["ConditionalFabricationRate"] is None
+    all_cited = mean([{**base, "source_cited": 1, "fabricated_source": f} for f in (1, 0, 0, 1)])
+    assert all_cited["CitationPresenceRate"] == 1.0 and all_cited["ConditionalFabricationRate"] == 0.5
+
+
+def test_missing_labels_make_only_their_metrics_null():
+    chunks = [C(1, 0, 0), {"topically_relevant": 0}]  # the second chunk lacks s and m
+    got = tx.retrieval_scores(chunks)
+    assert got["TopicalPrecision@K"] == 0.5 and got["MRR@K"] == 1.0
+    assert got["SufficiencyHit@K"] is None and got["MisleadingContextRate@K"] is None and got["NDCG@K"] is None
+    g = tx.grounding_scores({"source_cited": 1})
+    assert g["CitationPresenceRate"] == 1.0
+    assert g["ConditionalFabricationRate"] is None and g["ContradictionRate"] is None
+
+
+def test_failed_chunk_output_nulls_only_what_needs_it():
+    obj = {**OBJ, "labels": {"chunks": [{}, {"topically_relevant": 1}]}}
+    outputs = iter(['{"topically_relevant": 1, "evidence_sufficient": 1, "misleading": 0}', "not json"])
+    res = drive(tj.retrieval(obj, row(passages=["a", "b"]), k=5), lambda p: next(outputs))
+    assert res.details["failed_chunks"] == [1]
+    assert res.details["chunks"][1] == {"topically_relevant": 1}  # the input's label survives the failure
+    assert res.metrics["TopicalPrecision@K"] == 1.0 and res.metrics["MRR@K"] == 1.0
+    assert res.metrics["NDCG@K"] is None and res.metrics["SufficiencyRate@K"] is None
+
+
+def test_failed_answer_output_keeps_input_labels():
+    obj = {**OBJ, "labels": {"source_cited": 1}}
+    g = drive(tj.grounding(obj, row(), k=5), lambda p: '{"support_present": "yes"}')
+    assert "support_present" in g.details["failed"] and g.details["sources"] == {"source_cited": "input"}
+    assert g.metrics["CitationPresenceRate"] == 1.0
+    assert g.metrics["GroundingPresenceRate"] is None and g.metrics["ConditionalFabricationRate"] is None
+    gen = drive(tj.generation(OBJ, row()), lambda p: "[1]")
+    assert set(gen.metrics.values()) == {None} and gen.details["failed"] == "output is not a JSON object"
+
+
+def test_no_answer_with_full_or_partial_input_labels():
+    labels = dict.fromkeys(tx.GENERATION_LABELS, 1)
+    judge = Scripted()
+    full = drive(tj.generation({**OBJ, "labels": labels}, row(prediction="")), judge)
+    assert judge.prompts == [] and full.metrics["HelpfulnessRate"] == 1.0
+    part = drive(tj.generation({**OBJ, "labels": {"helpful": 1}}, row(prediction=" ")), judge)
+    assert isinstance(part, Undefined) and part.reason == tj.NO_ANSWER and judge.prompts == []
+
+
+def test_extra_input_chunk_labels_warn():
+    obj = {**OBJ, "labels": {"chunks": [C(1, 1), C(0, 0), C(1, 0)]}}
+    res = drive(tj.retrieval(obj, row(passages=["a"]), k=5), Scripted())
+    assert res.details["k"] == 1 and "2 input chunk label(s) beyond the 1 retrieved" in res.details["warning"]
+    res = drive(tj.retrieval(obj, row(passages=["a", "b", "c"]), k=1), Scripted())
+    assert "warning" not in res.details  # labels beyond K (but retrieved) are simply not used
+
+
+def test_prompt_rounds_per_family():
+    judge = Scripted()
+    rounds = []
+    drive(tj.retrieval(OBJ, row(), k=5), judge, on_round=rounds.append)
+    drive(tj.grounding(OBJ, row(), k=5), judge, on_round=rounds.append)
+    drive(tj.generation(OBJ, row()), judge, on_round=rounds.append)
+    assert [len(r) for r in rounds] == [3, 1, 1]  # one prompt per chunk, one per record-level family
+    assert [p.judge for p in judge.prompts] == [tj.RETRIEVAL] * 3 + [tj.GROUNDING, tj.GENERATION]
+    assert "<conversation>" in judge.prompts[-1].messages[0]["content"]
