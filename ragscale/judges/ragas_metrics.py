@@ -23,7 +23,7 @@ same scores from the same outputs (tested against ragas with a scripted LLM):
 - **context_recall**: one ContextRecallClassificationPrompt per record (question, the contexts
   joined with newlines, answer = the reference) classifying each reference sentence as
   attributable (1) or not; score = attributed / classified; ``null`` when nothing is classified
-  (ragas: NaN).
+  (ragas: NaN). The schema asks for 1 to 2n + 1 classifications for a reference of n sentences.
 
 The question is ragas' ``user_input``: for a RAGAS-style record that field; for an MT-RAG record
 the conversation as ``speaker: text`` lines, as MT-RAG passes it to ragas for RL_F. Answer
@@ -35,6 +35,7 @@ compared with a question, not with a whole conversation. No reference, or no con
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
@@ -92,10 +93,32 @@ def precision_prompt(question: str, context: str, answer: str) -> JudgePrompt:
                    {"question": question, "context": context, "answer": answer}, VERIFICATION_SCHEMA, 192)
 
 
+def reference_sentences(answer: str) -> int:
+    """A rough count of the reference's sentences (split after . ! ? and at line breaks); it
+    only sizes the classification list's bounds, the judge splits the sentences itself."""
+    return sum(1 for s in re.split(r"(?<=[.!?])\s+|\n+", answer) if s.strip())
+
+
+def recall_schema(answer: str) -> dict:
+    """RECALL_SCHEMA sized to the reference: at most 2n + 1 classifications for its n sentences
+    (room for a judge that splits compound sentences; never over MAX_SENTENCES), and at least one
+    when it has any text. An empty list is a valid ragas output (score NaN), but for a non-blank
+    reference it only comes from a degenerate judge (SmolLM2 answers ``[]`` greedily), and an
+    unbounded list from one that loops; neither is offered to the decoder."""
+    n = reference_sentences(answer)
+    if not n:
+        return RECALL_SCHEMA
+    items = dict(RECALL_SCHEMA["properties"]["classifications"], minItems=1, maxItems=min(MAX_SENTENCES, 2 * n + 1))
+    return dict(RECALL_SCHEMA, properties={"classifications": items})
+
+
 def recall_prompt(question: str, context: str, answer: str) -> JudgePrompt:
     """ContextRecallClassificationPrompt (QCA); ``context`` is the contexts joined with newlines."""
+    schema = recall_schema(answer)
+    cap = schema["properties"]["classifications"]["maxItems"]
     return _prompt(CONTEXT_RECALL, "ragas_context_recall_v1",
-                   {"question": question, "context": context, "answer": answer}, RECALL_SCHEMA, 2048)
+                   {"question": question, "context": context, "answer": answer}, schema,
+                   min(4096, 64 + 176 * cap))  # an item: <= 400 + 200 characters of text and its keys
 
 
 def _int01(judge: str, raw: str, value: Any, what: str) -> int:
