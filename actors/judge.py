@@ -20,7 +20,7 @@ from ragscale.judges import JUDGES, JudgeSpec, judge_phases
 from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
 from ragscale.pipeline.stages import add_judge_errors, add_stats, apply_per_record, to_table
 
-_COUNTERS = ("prompts", "cache_hits", "generations", "retries", "parse_failures", "engine_errors",
+_COUNTERS = ("prompts", "cache_hits", "dedup_hits", "generations", "retries", "parse_failures", "engine_errors",
              "prompt_tokens", "completion_tokens")
 
 
@@ -68,18 +68,27 @@ class JudgeActor:
 
     def _generate(self, prompts: list[JudgePrompt], attempt: int, stats: _Stats) -> list[tuple[str, str | None]]:
         """(text, engine error) per prompt, from the cache or one engine call per sampling
-        setting (greedy, or a prompt's own ``sampling`` on its first attempt)."""
+        setting (greedy, or a prompt's own ``sampling`` on its first attempt). Prompts with
+        the same cache key in one round (e.g. a sweep's identical responses to a task) are
+        generated once and share the text (``dedup_hits``): engines need not give identical
+        outputs to identical prompts in one batch, and the cache keeps one text per key."""
         samplings = [({"temperature": p.sampling[0], "seed": p.sampling[1]} if attempt == 0 and p.sampling else
                       {"temperature": 0.0 if attempt == 0 else 0.7, "seed": attempt}) for p in prompts]
         keys = [cache_key(self.engine_name, self.model_name, p, s) for p, s in zip(prompts, samplings)]
         cached = self.cache.get_many(keys) if self.cache else {}
         out: dict[int, tuple[str, str | None]] = {}
         groups: dict[tuple, list[int]] = {}
+        first: dict[str, int] = {}  # cache key -> the index generated for it in this round
+        copies: list[tuple[int, int]] = []  # (duplicate index, index it copies)
         for i, k in enumerate(keys):
             if k in cached:
                 out[i] = (cached[k][0], None)
                 stats.add(prompts[i].judge, "cache_hits")
+            elif k in first:
+                copies.append((i, first[k]))
+                stats.add(prompts[i].judge, "dedup_hits")
             else:
+                first[k] = i
                 groups.setdefault(tuple(sorted(samplings[i].items())), []).append(i)
         for sampling, todo in groups.items():
             gens = self.engine.generate([prompts[i] for i in todo], **dict(sampling))
@@ -99,6 +108,8 @@ class JudgeActor:
                 fresh.append((keys[i], g.text, {"prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens}))
             if self.cache and fresh:
                 self.cache.put_many(fresh)
+        for i, j in copies:
+            out[i] = out[j]
         return [out[i] for i in range(len(prompts))]
 
     def _ask(self, steps: list[tuple[JudgePrompt, Any]], stats: _Stats) -> list[tuple[bool, Any, str]]:

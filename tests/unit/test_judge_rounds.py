@@ -89,3 +89,22 @@ def test_phases_run_nuggets_after_umbrela_and_empty_rounds_finish(actor_with):
     a, b = (json.loads(r["metrics"]) for r in out)
     assert a["umbrela_scores"] == [2] and a["nuggets_all"] == 1.0 and a["nuggets_count"] == 1 and a["citation_f1"] == 1.0
     assert b["citation_f1"] == 0.0 and b["nuggets_vital"] == 1.0  # no citations; the scripted judge says "support"
+
+
+def test_identical_prompts_in_a_round_are_generated_once_and_share_the_answer(actor_with):
+    make, calls = actor_with
+    n = iter(range(100))
+
+    def respond(p):  # a different grade per generation: sharing must not depend on the engine
+        return json.dumps({"score": str(next(n) % 4)})
+
+    # a sweep: two models gave the same answer to one task (identical prompts), a third differs
+    rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital."]),
+            _row("b", "Capital of France?", "Paris [1].", ["Paris is the capital."]),
+            _row("c", "Capital of Italy?", "Rome [1].", ["Rome is the capital."])]
+    out = make(respond, ["umbrela"])(pa.Table.from_pylist(rows, schema=ROW_SCHEMA)).to_pylist()
+    assert calls == [["umbrela", "umbrela"]]  # two unique prompts, one engine call
+    a, b, c = (json.loads(r["metrics"]) for r in out)
+    assert a["umbrela_scores"] == b["umbrela_scores"] and a["umbrela_scores"] != c["umbrela_scores"]
+    stats = json.loads(out[0]["stats"])
+    assert stats["judge_prompts"] == 3 and stats["judge_generations"] == 2 and stats["judge_dedup_hits"] == 1
