@@ -47,7 +47,7 @@ def load_rows(path: str, n: int) -> list[dict]:
 def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
     """One judge after another, one prompt at a time, in input order; greedy, no retries."""
     from ragscale.judges import JUDGES
-    from ragscale.judges.base import Failed, JudgeParseError, JudgeResult, Undefined
+    from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
@@ -61,31 +61,14 @@ def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
 
     for name in judges:
         for i, row in enumerate(rows):
-            run = JUDGES[name].start(json.loads(row["raw"]), row)
-            result = None
-            try:
-                step = next(run)
-                while True:
-                    if isinstance(step, list):  # a fan-out round: ragas asks one context after another
-                        answers = []
-                        for prompt, parse in step:
-                            raw = ask(prompt)
-                            try:
-                                answers.append(parse(raw))
-                            except JudgeParseError as e:
-                                answers.append(Failed(e.reason, raw))
-                        step = run.send(answers)
-                        continue
-                    prompt, parse = step
-                    try:
-                        step = run.send(parse(ask(prompt)))
-                    except JudgeParseError:
-                        run.close()
-                        break
-            except StopIteration as stop:
-                result = None if isinstance(stop.value, Undefined) else stop.value
-                if isinstance(result, JudgeResult):
-                    result = result.metrics.get(JUDGES[name].metric)
+            try:  # fan-out rounds are asked one prompt after another, as ragas does
+                result = drive(JUDGES[name].start(json.loads(row["raw"]), row), ask)
+            except JudgeParseError:
+                result = None
+            if isinstance(result, Undefined):
+                result = None
+            elif isinstance(result, JudgeResult):
+                result = result.metrics.get(JUDGES[name].metric)
             scores[(i, name)] = result
     return scores, tokens
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import run_on_records
 
 pytestmark = pytest.mark.integration
 
@@ -71,14 +69,8 @@ def test_ragas_scenario(tmp_path):
         {"task_id": "r2", "model_id": "m", "user_input": "Is the library open on Sundays?",
          "response": "I don't know.", "retrieved_contexts": ["The library is closed on Sundays."]},
     ]
-    inp = tmp_path / "in.jsonl"
-    inp.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    lines = run_on_records(tmp_path, "ragas", recs, "metrics.ragas=[answer_relevancy,context_precision,context_recall]")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=ragas", f"input={inp}", f"output_dir={out}",
-           f"judge.cache_path={tmp_path / 'cache.sqlite'}", "metrics.ragas=[answer_relevancy,context_precision,context_recall]"]
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
-    lines = [json.loads(line) for line in open(out / "records.jsonl")]
     assert sorted(r["task_id"] for r in lines) == ["r1", "r2"]  # each record once
     got = {r["task_id"]: r for r in lines}
     assert not any(r["error"] for r in got.values())

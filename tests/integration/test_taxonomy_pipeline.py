@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_on_records
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
@@ -30,14 +28,8 @@ def test_taxonomy_scenario(tmp_path):
     bad = {**keep[0], "task_id": "lib-bad", "labels": {"helpful": "very"}}
     assert keep[0]["model_id"] == "quill-2b" and len(keep) == 3 and "labels" not in keep[1]
     keep[1] = {**keep[1], "labels": {"source_cited": 1, "fabricated_source": 0}}  # a partial answer family
-    inp = tmp_path / "in.jsonl"
-    inp.write_text("".join(json.dumps(r) + "\n" for r in [*keep, bad]))
+    got = run_on_records(tmp_path, "taxonomy", [*keep, bad], "taxonomy.k=1")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=taxonomy", f"input={inp}", f"output_dir={out}",
-           f"judge.cache_path={tmp_path / 'cache.sqlite'}", "taxonomy.k=1"]
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
-    got = [json.loads(line) for line in open(out / "records.jsonl")]
     keys = [r["ragscale"]["record_key"] for r in got]
     assert len(got) == 4 and len(set(keys)) == 4  # every record exactly once
     by = {(r["model_id"], r["task_id"]): r for r in got}
