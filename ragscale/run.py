@@ -393,7 +393,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
     }
     with open(os.path.join(out_dir, "run.json"), "w") as fh:
         json.dump(run_info, fh, indent=2, default=str)
-    run_info["outputs"] = _exports(cfg, setup, out_dir, printer)  # the report reads run.json
+    run_info["outputs"] = _exports(cfg, setup, out_dir, summary, printer)  # the report reads run.json
     with open(os.path.join(out_dir, "run.json"), "w") as fh:
         json.dump(run_info, fh, indent=2, default=str)
     if cfg.print_summary and summary["models"]:
@@ -403,16 +403,28 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
         f"\n[ragscale] {run_info['records']['out']}/{len(pointers)} records in {out_dir}/records.jsonl "
         f"({run_info['records']['errored']} with errors), {run_info['timings_s']['total']:.1f}s"
     )
+    if run_info["outputs"].get("leaderboard"):
+        n_models = len(summary["models"])
+        printer(f"[ragscale] leaderboard ({n_models} model(s)): {os.path.join(out_dir, 'leaderboard.md')}")
     if failure or missing:
         printer(f"[ragscale] run failed: {failure or f'{missing} records missing'}; re-run the same command to resume")
         return 1
     return 0
 
 
-def _exports(cfg: Any, setup: Setup, out_dir: str, printer: Callable[[str], None]) -> dict:
-    """open-rag-eval results CSVs (TREC metrics) and the HTML report; a failure here is
-    reported, never fatal: records.jsonl and the summary are already written."""
+def _exports(cfg: Any, setup: Setup, out_dir: str, summary: dict, printer: Callable[[str], None]) -> dict:
+    """The per-model leaderboard, open-rag-eval results CSVs (TREC metrics) and the HTML
+    report; a failure here is reported, never fatal: records.jsonl and the summary are
+    already written."""
     out: dict = {}
+    if summary["models"]:
+        try:
+            from ragscale.report.leaderboard import write_leaderboard
+
+            paths = write_leaderboard(summary, out_dir)
+            out["leaderboard"] = [os.path.relpath(paths[k], out_dir) for k in ("markdown", "csv")]
+        except Exception as e:  # noqa: BLE001
+            printer(f"[ragscale] warning: leaderboard failed: {type(e).__name__}: {e}")
     if cfg.trec.export_csv and any(s in setup.steps for s in ("retrieval", "nuggets", "citation", "hallucination", "no_answer")):
         try:
             from ragscale.report.orag_export import export_orag_csv_by_model

@@ -10,6 +10,11 @@ handled correctly when an unanswerable or conversational question gets a full ID
 (``idk_eval == 1``), an answerable or partially answerable one gets anything else, and
 (MTRAG-UN) an underspecified one gets a clarification request (``underspecified_eval
 == 1``). Records whose needed judge failed are left out.
+
+Turns (MT-RAG's ``turn``, 1-based): when any record has one, each block also has
+``by_turn`` with the first turn (``"1"``) and the later turns (``">1"``), the split that
+MT-RAG reports (later turns are harder); records without a usable turn are in neither.
+The same pass feeds the per-model leaderboard (ragscale.report.leaderboard).
 """
 
 from __future__ import annotations
@@ -28,6 +33,22 @@ from ragscale.metrics.registry import MTRAG_STEPS, lookup
 from ragscale.records import answer_of, answerability_of
 
 ALL = "ALL"
+TURN_BUCKETS = ("1", ">1")  # MT-RAG: the first turn vs. the later turns of a conversation
+
+
+def turn_bucket(rec: dict) -> str | None:
+    """``"1"`` for a record's first turn, ``">1"`` for a later one, ``None`` without a usable
+    ``turn`` (an int, or a string of digits; 1-based as in MT-RAG)."""
+    t = rec.get("turn")
+    if isinstance(t, bool):
+        return None
+    if isinstance(t, float) and t.is_integer():
+        t = int(t)
+    elif isinstance(t, str) and t.strip().isdigit():
+        t = int(t.strip())
+    if not isinstance(t, int) or t < 1:
+        return None
+    return "1" if t == 1 else ">1"
 
 
 def record_scalar(name: str, value: Any) -> float | None:
@@ -172,6 +193,8 @@ def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000
     """Write records.parquet, summary.json and summary.csv from records.jsonl; return the summary."""
     by_model: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
     overall: dict[str, _Acc] = defaultdict(_Acc)
+    by_turn: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))  # model -> bucket
+    overall_turn: dict[str, _Acc] = defaultdict(_Acc)
     schema = _parquet_schema(metrics)
     writer = pq.ParquetWriter(os.path.join(out_dir, "records.parquet"), schema)
     buf: list[dict] = []
@@ -181,6 +204,10 @@ def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000
             cls = _answerability(rec)
             for acc in (by_model[model][ALL], by_model[model][cls], overall[ALL], overall[cls]):
                 acc.add(rec, metrics)
+            turn = turn_bucket(rec)
+            if turn is not None:
+                for acc in (by_turn[model][turn], overall_turn[turn]):
+                    acc.add(rec, metrics)
             buf.append(_parquet_row(rec, metrics))
             if len(buf) >= rows_per_group:
                 writer.write_table(pa.Table.from_pylist(buf, schema=schema))
@@ -190,17 +217,21 @@ def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000
     finally:
         writer.close()
 
-    def block(accs: dict[str, _Acc]) -> dict:
+    def block(accs: dict[str, _Acc], turns: dict[str, _Acc]) -> dict:
         d = accs[ALL].to_dict(metrics)
         d["by_answerability"] = {k: a.to_dict(metrics) for k, a in sorted(accs.items()) if k != ALL}
+        if overall_turn:  # some record of the run has a turn
+            d["by_turn"] = {k: turns[k].to_dict(metrics) for k in TURN_BUCKETS if k in turns}
         return d
 
     summary = {
         "reduction": "per-target metrics: first target; per-passage metrics: max over passages; nulls left out",
         "metrics": list(metrics),
-        "models": {m: block(accs) for m, accs in sorted(by_model.items())},
-        "overall": block(overall) if overall else None,
+        "models": {m: block(accs, by_turn.get(m, {})) for m, accs in sorted(by_model.items())},
+        "overall": block(overall, overall_turn) if overall else None,
     }
+    if overall_turn:
+        summary["turns"] = "by_turn: '1' = first turn, '>1' = later turns (MT-RAG's split)"
     if consistency is not None:
         summary["consistency"] = consistency
     with open(os.path.join(out_dir, "summary.json"), "w") as fh:

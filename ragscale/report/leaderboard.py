@@ -1,0 +1,213 @@
+"""Per-model leaderboard of a run: ``leaderboard.md`` and ``leaderboard.csv``.
+
+Laid out like MT-RAG's generation tables (Katsis et al., 2025, Table 5): one row per
+model, ranked by a headline metric, with the metrics broken down by question
+answerability and by turn. Built from the summary that ``summary.finalize`` accumulates
+in its one pass over records.jsonl, so nothing reads the records again and memory is a
+few numbers per (model, cell, metric).
+
+- **Headline** (the ranking): the first of ``HMean_idk``, ``HMean``, ``RB_agg_idk``,
+  ``RB_agg`` that the run computed, else the run's first metric with a per-record mean
+  (``Length`` and counts skipped). MT-RAG's reported metrics are conditioned on
+  answerability (IDK), which is what makes the per-answerability columns comparable, hence
+  the ``_idk`` versions first; ``RB_agg`` is MT-RAG's algorithmic aggregate, the headline of
+  a run without judges. Higher is better,
+  except for the rates where less is better (``LOWER_IS_BETTER``). Models without a value
+  come last; ties share a rank.
+- **Overall table**: every metric's mean, the record count and the errored records.
+- **Breakdown tables**: the headline, and for an H-Mean its three components, and the
+  answerability accuracy when the IDK judge ran; columns are All, each answerability class
+  present (ANSWERABLE, PARTIAL, UNANSWERABLE, CONVERSATIONAL, UNDERSPECIFIED, then others,
+  UNKNOWN last; left out when no record has a class) and Turn 1 / Turn >1 (MT-RAG's first
+  turn vs later turns; left out when no record has a ``turn``). Each cell is
+  ``mean (n)``, ``n`` the records with a value.
+- **CSV**: every metric for every (model, cell): ``rank, model_id, breakdown, cell, count,
+  errors``, the means, ``answerability_accuracy``, then ``n_<metric>`` per metric and
+  ``answerability_n``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from typing import Iterable
+
+from ragscale.metrics.registry import lookup
+
+ALL = "ALL"
+HEADLINES = ("HMean_idk", "HMean", "RB_agg_idk", "RB_agg")  # the first one the run has ranks
+NOT_HEADLINE = {"Length", "nuggets_count", "RB_agg_zero_denominator"}
+LOWER_IS_BETTER = {"MisleadingContextRate@K", "UnsupportedClaimRate", "ContradictionRate",
+                   "ConditionalFabricationRate", "IncompletenessRate", "UnsafeContentRate"}
+ANSWERABILITY_ORDER = ("ANSWERABLE", "PARTIAL", "UNANSWERABLE", "CONVERSATIONAL", "UNDERSPECIFIED")
+TURN_CELLS = (("1", "Turn 1"), (">1", "Turn >1"))
+ANS_ACC = "AnsAcc"  # answerability accuracy (summary's answerability_accuracy)
+
+
+def table_metrics(summary: dict) -> list[str]:
+    """The run's metrics that have a per-record mean (not flags lists or per-passage vectors)."""
+    return [m for m in summary["metrics"]
+            if m != "RB_agg_zero_denominator" and (lookup(m) is None or lookup(m).per != "vector")]
+
+
+def headline(summary: dict) -> str | None:
+    metrics = table_metrics(summary)
+    for m in HEADLINES:
+        if m in metrics:
+            return m
+    return next((m for m in metrics if m not in NOT_HEADLINE), metrics[0] if metrics else None)
+
+
+def ranked(summary: dict, head: str | None) -> list[tuple[int | None, str, dict]]:
+    """(rank, model, block) best first; ``rank`` None for a model without a headline value."""
+    models = list((summary.get("models") or {}).items())
+    sign = 1.0 if head in LOWER_IS_BETTER else -1.0
+
+    def value(d: dict) -> float | None:
+        return None if head is None else d["metrics"].get(head)
+
+    models.sort(key=lambda md: (value(md[1]) is None, sign * (value(md[1]) or 0.0), md[0]))
+    out: list[tuple[int | None, str, dict]] = []
+    prev, rank = None, 0
+    for i, (model, d) in enumerate(models):
+        v = value(d)
+        if v is None:
+            out.append((None, model, d))
+            continue
+        if v != prev:
+            rank, prev = i + 1, v
+        out.append((rank, model, d))
+    return out
+
+
+def _answerability_classes(summary: dict) -> list[str]:
+    found = {c for d in summary["models"].values() for c in (d.get("by_answerability") or {})}
+    if not found - {"UNKNOWN"}:
+        return []
+    rest = sorted(found - set(ANSWERABILITY_ORDER) - {"UNKNOWN"})
+    return [c for c in ANSWERABILITY_ORDER if c in found] + rest + (["UNKNOWN"] if "UNKNOWN" in found else [])
+
+
+def cells(summary: dict) -> list[tuple[str, str, str]]:
+    """(breakdown, cell key, column label) of the columns: All, answerability classes, turns."""
+    out = [("all", ALL, "All")]
+    out += [("answerability", c, c) for c in _answerability_classes(summary)]
+    turns = {t for d in summary["models"].values() for t in (d.get("by_turn") or {})}
+    out += [("turn", k, label) for k, label in TURN_CELLS if k in turns]
+    return out
+
+
+def _cell(d: dict, breakdown: str, key: str) -> dict | None:
+    if breakdown == "all":
+        return d
+    return (d.get("by_answerability" if breakdown == "answerability" else "by_turn") or {}).get(key)
+
+
+def _mean_n(block: dict | None, metric: str) -> tuple[float | None, int]:
+    if block is None:
+        return None, 0
+    if metric == ANS_ACC:
+        return block.get("answerability_accuracy"), int(block.get("answerability_n") or 0)
+    return block["metrics"].get(metric), int(block["n"].get(metric) or 0)
+
+
+def _fmt(metric: str, v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.1f}" if metric == "Length" else f"{v:.4f}"
+
+
+def breakdown_metrics(summary: dict, head: str | None) -> list[str]:
+    """The headline, an H-Mean's components, and the answerability accuracy when present."""
+    metrics = table_metrics(summary)
+    out = [head] if head else []
+    if head in ("HMean_idk", "HMean"):  # RL_F, RB_llm, RB_agg (or their IDK-conditioned versions)
+        out += [m for m in lookup(head).requires if m in metrics]
+    if any(d.get("answerability_n") for d in summary["models"].values()):
+        out.append(ANS_ACC)
+    return out
+
+
+def _md_table(head: list[str], rows: Iterable[list[str]], right_from: int) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---:" if i >= right_from or i == 0 else "---" for i in range(len(head))) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return lines
+
+
+def format_markdown(summary: dict) -> str:
+    head = headline(summary)
+    metrics = table_metrics(summary)
+    order = ranked(summary, head)
+    cols = cells(summary)
+    acc = any(d.get("answerability_n") for d in summary["models"].values())
+    n_records = sum(d["count"] for d in summary["models"].values())
+    direction = "lower is better" if head in LOWER_IS_BETTER else "higher is better"
+    out = ["# Leaderboard", ""]
+    if head is None:
+        out += ["No per-record metric to rank by.", ""]
+    else:
+        out += [f"{len(order)} model(s), {n_records} records, ranked by mean **{head}** ({direction}). "
+                "Means leave out records without a value; per-target metrics use the first target, "
+                "per-passage metrics the best passage (summary.json).", ""]
+    out += ["## Overall", ""]
+    shown = ([head] if head else []) + [m for m in metrics if m != head]
+    rows = []
+    for rank, model, d in order:
+        vals = [_fmt(m, d["metrics"].get(m)) for m in shown]
+        if acc:
+            vals.append(_fmt(ANS_ACC, d.get("answerability_accuracy")))
+        rows.append(["–" if rank is None else str(rank), model, str(d["count"]), str(d["errors"]), *vals])
+    out += _md_table(["#", "model", "n", "errors", *shown, *([ANS_ACC] if acc else [])], rows, 2)
+    if len(cols) > 1:
+        dims = [label for label, present in (("answerability", any(b == "answerability" for b, _, _ in cols)),
+                                             ("turn (Turn 1: first turn; Turn >1: later turns)",
+                                              any(b == "turn" for b, _, _ in cols))) if present]
+        out += ["", "## By " + " and by ".join(dims), "",
+                "Each cell: mean (n records with a value). "
+                + ("AnsAcc: the share of records whose answerability the response handled right "
+                   "(an IDK for UNANSWERABLE and CONVERSATIONAL questions, an answer otherwise). " if acc else "")
+                + "leaderboard.csv has every metric for every cell."]
+        for m in breakdown_metrics(summary, head):
+            rows = []
+            for rank, model, d in order:
+                vals = []
+                for b, key, _ in cols:
+                    v, n = _mean_n(_cell(d, b, key), m)
+                    vals.append(f"{_fmt(m, v)} ({n})")
+                rows.append(["–" if rank is None else str(rank), model, *vals])
+            out += ["", f"### {m}", ""] + _md_table(["#", "model", *[label for _, _, label in cols]], rows, 2)
+    return "\n".join(out) + "\n"
+
+
+def csv_rows(summary: dict) -> tuple[list[str], list[list]]:
+    """leaderboard.csv's header and rows: every (model, cell) with every metric's mean and n."""
+    head = headline(summary)
+    metrics = table_metrics(summary)
+    header = ["rank", "model_id", "breakdown", "cell", "count", "errors", *metrics, "answerability_accuracy",
+              *[f"n_{m}" for m in metrics], "answerability_n"]
+    rows: list[list] = []
+    for rank, model, d in ranked(summary, head):
+        for b, key, _ in cells(summary):
+            c = _cell(d, b, key)
+            if c is None:
+                continue
+            means = ["" if c["metrics"].get(m) is None else f"{c['metrics'][m]:.6g}" for m in metrics]
+            a = c.get("answerability_accuracy")
+            rows.append(["" if rank is None else rank, model, b, key, c["count"], c["errors"], *means,
+                         "" if a is None else f"{a:.6g}", *[c["n"].get(m, 0) for m in metrics],
+                         c.get("answerability_n", 0)])
+    return header, rows
+
+
+def write_leaderboard(summary: dict, out_dir: str) -> dict[str, str]:
+    """Write ``leaderboard.md`` and ``leaderboard.csv`` into ``out_dir``; returns their paths."""
+    paths = {"markdown": os.path.join(out_dir, "leaderboard.md"), "csv": os.path.join(out_dir, "leaderboard.csv")}
+    with open(paths["markdown"], "w", encoding="utf-8") as fh:
+        fh.write(format_markdown(summary))
+    header, rows = csv_rows(summary)
+    with open(paths["csv"], "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return paths
