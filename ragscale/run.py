@@ -222,7 +222,7 @@ def validate(cfg: Any) -> Setup:
     return setup
 
 
-def _run_stages(cfg: Any, setup: Setup, todo: list, writer: Any, printer: Callable[[str], None]) -> tuple:
+def _run_stages(cfg: Any, setup: Setup, todo: Any, writer: Any, printer: Callable[[str], None]) -> tuple:
     """Stream ``todo`` through the Ray pipeline into ``writer``; returns (failure, ray_info, stats)."""
     from omegaconf import OmegaConf
 
@@ -274,26 +274,29 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
     """Run one evaluation from a composed config; returns the process exit code."""
     from omegaconf import OmegaConf
 
-    from ragscale.io.inputs import materialize_csv, order_for_sweep, scan
-    from ragscale.io.output import RecordWriter, prepare
+    from ragscale.io.inputs import PointerArray, materialize_csv
+    from ragscale.io.output import RecordKeys, RecordWriter, finished_keys, prepare
     from ragscale.report.summary import finalize, format_table
 
     t_start = time.time()
     setup = validate(cfg)
     files = setup.files
     out_dir = os.path.abspath(cfg.output_dir)
-    done = prepare(out_dir, setup.fingerprint(cfg.scenario_name), resume=cfg.resume, overwrite=cfg.overwrite)
+    prepare(out_dir, setup.fingerprint(cfg.scenario_name), resume=cfg.resume, overwrite=cfg.overwrite)
 
     t0 = time.time()
     files = setup.files = materialize_csv(files, out_dir)
     # Every model's answer to a task side by side (across files of a sweep, or inside one
     # file holding several models): shared texts are encoded once and judge prompts share
-    # their prefix. `limit` then keeps whole tasks.
-    pointers = order_for_sweep(list(scan(files, with_tasks=True)))
+    # their prefix. `limit` then keeps whole tasks. Pointers and finished keys are numpy
+    # columns, so the driver's memory does not grow with the number of records.
+    pointers = PointerArray.scan(files, with_tasks=True).ordered_for_sweep()
     if cfg.limit is not None:
         pointers = pointers[: cfg.limit]
-    expected = {p.key(files) for p in pointers}
-    todo = [p for p in pointers if p.key(files) not in done]
+    keys = RecordKeys(files, pointers)
+    for key in finished_keys(out_dir):
+        keys.add(key)
+    todo = pointers[~keys.done_mask(pointers)]
     scan_s = time.time() - t0
     printer(
         f"[ragscale] scenario={cfg.scenario_name} steps={','.join(setup.steps)} files={len(files)} "
@@ -304,7 +307,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
         printer(f"[ragscale] warning: {setup.nli_unavailable}. hhem will be null for every record; set "
                 "hallucination.model=/path/to/hallucination_evaluation_model, or hallucination.judge_fallback=true "
                 "for a judge-based factual_consistency_judge (a different metric)")
-    writer = RecordWriter(out_dir, done)
+    writer = RecordWriter(out_dir, keys)
     t1 = time.time()
     failure, ray_info, stats = _run_stages(cfg, setup, todo, writer, printer)
     pipeline_s = time.time() - t1
@@ -324,7 +327,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
     t2 = time.time()
     summary = finalize(out_dir, setup.metrics + setup.panel_columns(), consistency=consistency)
     finalize_s = time.time() - t2
-    missing = len(expected - writer.seen)
+    missing = len(pointers) - keys.expected_done()
     enc = setup.encoder_conf
     run_info = {
         "ragscale_version": _versions()["ragscale"],
@@ -385,7 +388,7 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
             "in": len(pointers),
             "resumed": len(pointers) - len(todo),
             "written_this_run": writer.written,
-            "out": len(expected & writer.seen),
+            "out": keys.expected_done(),
             "errored": sum(d["errors"] for d in summary["models"].values()),
             "missing": missing,
             "duplicates_dropped": writer.duplicates,

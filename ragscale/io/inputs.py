@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+import numpy as np
+
 from ragscale.errors import UserError
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -126,7 +128,7 @@ class Pointer:
     file_idx: int
     line: int  # 1-based line number (JSONL) or 0-based row index (Parquet)
     offset: int  # byte offset of the line (JSONL), -1 for Parquet
-    task: str | None  # task key used to group a sweep
+    task: str | None = None  # task key used to group a sweep
 
     def key(self, files: Sequence[InputFile]) -> str:
         return f"{files[self.file_idx].tag}:{self.line}"
@@ -162,6 +164,64 @@ def scan(files: Sequence[InputFile], *, with_tasks: bool) -> Iterator[Pointer]:
                 tasks = pf.read(columns=["task_id"]).column(0).to_pylist()
             for row in range(pf.metadata.num_rows):
                 yield Pointer(i, row, -1, None if tasks[row] is None else str(tasks[row]))
+
+
+KEY_LINE_BITS = 40  # key_code = file_idx << 40 | line: lines (or Parquet rows) below 2**40 per file
+
+
+def key_code(file_idx: int, line: int) -> int:
+    """A record key ``<file tag>:<line>`` as one int64, given its file's index in the run."""
+    return (int(file_idx) << KEY_LINE_BITS) | int(line)
+
+
+class PointerArray:
+    """The run's pointers as numpy columns (file index, line, byte offset, and a 64-bit hash
+    of the task id for grouping a sweep): about 29 bytes a record and no Python object per
+    record, so the driver's memory stays flat however many records a run has
+    (benchmarks/scale.py). ``scan()``'s Pointers remain for code that reads a few records."""
+
+    def __init__(self, file_idx: np.ndarray, line: np.ndarray, offset: np.ndarray, task_hash: np.ndarray,
+                 has_task: np.ndarray):
+        self.file_idx, self.line, self.offset = file_idx, line, offset
+        self.task_hash, self.has_task = task_hash, has_task
+
+    @classmethod
+    def scan(cls, files: Sequence[InputFile], *, with_tasks: bool) -> "PointerArray":
+        """``scan()`` into columns (input order), without keeping a Pointer per record."""
+        from array import array
+
+        fi, ln, off, th, ht = array("i"), array("q"), array("q"), array("q"), array("b")
+        for p in scan(files, with_tasks=with_tasks):
+            fi.append(p.file_idx)
+            ln.append(p.line)
+            off.append(p.offset)
+            th.append(hash(p.task) if p.task is not None else 0)  # equality only: a process-local hash is enough
+            ht.append(p.task is not None)
+        return cls(np.frombuffer(fi, np.int32), np.frombuffer(ln, np.int64), np.frombuffer(off, np.int64),
+                   np.frombuffer(th, np.int64), np.frombuffer(ht, np.int8).astype(bool))
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def __getitem__(self, idx: Any) -> "PointerArray":
+        """A slice, an index array or a boolean mask of the pointers (never a single one)."""
+        return PointerArray(self.file_idx[idx], self.line[idx], self.offset[idx], self.task_hash[idx], self.has_task[idx])
+
+    def codes(self) -> np.ndarray:
+        """The records' ``key_code``s."""
+        return (self.file_idx.astype(np.int64) << KEY_LINE_BITS) | self.line
+
+    def ordered_for_sweep(self) -> "PointerArray":
+        """``order_for_sweep`` on the columns: grouped by task (tasks in order of first
+        appearance, models in input order); pointers without a task keep their own slot."""
+        n = len(self)
+        idx = np.arange(n, dtype=np.int64)
+        rank = idx.copy()
+        with_task = np.flatnonzero(self.has_task)
+        if len(with_task):
+            _, first, inverse = np.unique(self.task_hash[with_task], return_index=True, return_inverse=True)
+            rank[with_task] = with_task[first][inverse.ravel()]
+        return self[np.lexsort((idx, rank))]
 
 
 def order_for_sweep(pointers: list[Pointer]) -> list[Pointer]:

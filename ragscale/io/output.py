@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import IO, Iterable, Iterator
+from typing import IO, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from ragscale.errors import UserError
+from ragscale.io.inputs import KEY_LINE_BITS, InputFile, PointerArray
 
 RECORDS = "records.jsonl"
 STATE = ".ragscale-state.json"
@@ -46,8 +49,9 @@ def _truncate_torn_tail(path: str) -> int:
         return size - keep
 
 
-def prepare(out_dir: str, fingerprint: dict, *, resume: bool, overwrite: bool) -> set[str]:
-    """Create ``out_dir`` and return the record keys already finished there.
+def prepare(out_dir: str, fingerprint: dict, *, resume: bool, overwrite: bool) -> None:
+    """Create ``out_dir`` for a run: keep a previous run's records.jsonl to resume from
+    (its torn last line cut off; ``finished_keys`` lists what it holds) or remove it.
 
     A previous run with another configuration (metrics, encoder, inputs) is not mixed in:
     that is a UserError unless ``overwrite`` is set, which starts afresh.
@@ -73,23 +77,77 @@ def prepare(out_dir: str, fingerprint: dict, *, resume: bool, overwrite: bool) -
         )
     with open(state_path, "w") as fh:
         json.dump(fingerprint, fh, indent=1, sort_keys=True)
-    done: set[str] = set()
     if os.path.exists(records_path):
         _truncate_torn_tail(records_path)
-        for rec in iter_records(records_path):
+
+
+def finished_keys(out_dir: str) -> Iterator[str]:
+    """The record keys already in ``out_dir``'s records.jsonl, streamed."""
+    path = os.path.join(out_dir, RECORDS)
+    if os.path.exists(path):
+        for rec in iter_records(path):
             key = (rec.get("ragscale") or {}).get("record_key")
             if key:
-                done.add(key)
-    return done
+                yield key
+
+
+class RecordKeys:
+    """Which records of a run are finished: one flag per record the run expects, found by
+    binary search on their sorted ``key_code``s (9 bytes a record, not a set of strings),
+    plus a set for keys outside the run (an earlier run's records beyond ``limit``, or of
+    inputs no longer given)."""
+
+    def __init__(self, files: Sequence[InputFile], pointers: PointerArray):
+        self._file = {f.tag: i for i, f in enumerate(files)}
+        self._codes = np.unique(pointers.codes())
+        self._done = np.zeros(len(self._codes), dtype=bool)
+        self.other: set[str] = set()
+
+    def _pos(self, key: str) -> int | None:
+        tag, _, line = key.rpartition(":")
+        fi = self._file.get(tag)
+        if fi is None or not line.isdigit() or int(line) >= 1 << KEY_LINE_BITS:
+            return None
+        code = (fi << KEY_LINE_BITS) | int(line)
+        pos = int(np.searchsorted(self._codes, code))
+        return pos if pos < len(self._codes) and self._codes[pos] == code else None
+
+    def add(self, key: str) -> bool:
+        """Mark ``key`` finished; False when it already was."""
+        pos = self._pos(key)
+        if pos is None:
+            if key in self.other:
+                return False
+            self.other.add(key)
+            return True
+        if self._done[pos]:
+            return False
+        self._done[pos] = True
+        return True
+
+    def __contains__(self, key: str) -> bool:
+        pos = self._pos(key)
+        return key in self.other if pos is None else bool(self._done[pos])
+
+    def done_mask(self, pointers: PointerArray) -> np.ndarray:
+        """Per pointer: whether its record is finished."""
+        pos = np.searchsorted(self._codes, pointers.codes())
+        return self._done[np.minimum(pos, len(self._codes) - 1)] if len(self._codes) else np.zeros(0, bool)
+
+    def expected_done(self) -> int:
+        """How many of the run's expected records are finished."""
+        return int(self._done.sum())
+
+
 
 
 class RecordWriter:
     """Appends output records to records.jsonl, one flush per batch, never a key twice."""
 
-    def __init__(self, out_dir: str, done: set[str]):
+    def __init__(self, out_dir: str, keys: RecordKeys | set[str]):
         self.path = os.path.join(out_dir, RECORDS)
         self.fh: IO[str] = open(self.path, "a", encoding="utf-8")
-        self.seen = set(done)
+        self.seen = keys  # the finished keys, marked as records are written
         self.written = 0
         self.errors = 0
         self.duplicates = 0
@@ -100,7 +158,7 @@ class RecordWriter:
             if key in self.seen:
                 self.duplicates += 1
                 continue
-            self.seen.add(key)
+            self.seen.add(key)  # RecordKeys.add, or set.add
             self.fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
             self.written += 1
             self.errors += rec.get("error") is not None

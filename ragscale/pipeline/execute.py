@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ragscale.io.inputs import InputFile, Pointer
+from ragscale.io.inputs import InputFile, Pointer, PointerArray
 
 log = logging.getLogger("ragscale")
 
@@ -87,7 +87,8 @@ def init_ray(cluster: dict) -> dict:
     return {"address": cluster.get("address") or "local", "resources": ray.cluster_resources()}
 
 
-def run_pipeline(plan: Plan, pointers: Sequence[Pointer], on_rows: Callable[[list[dict]], None]) -> dict:
+def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
+                 on_rows: Callable[[list[dict]], None]) -> dict:
     """Stream the records through the stages; ``on_rows`` gets each finished batch of rows.
 
     Returns the stages' counters summed over batches (compute seconds per stage, encoder

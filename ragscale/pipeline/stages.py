@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ragscale.errors import RecordError
 from ragscale.io.expectations import check
-from ragscale.io.inputs import InputFile, Pointer, read_raw
+from ragscale.io.inputs import InputFile, Pointer, PointerArray, read_raw
 from ragscale.metrics.aggregate import rb_agg
 from ragscale.metrics.custom import CUSTOM_METRICS, custom_metrics
 from ragscale.metrics.conditioning import harmonic_mean, idk_conditioned, idk_underspecified_conditioned
@@ -65,22 +65,18 @@ def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[
     return out
 
 
-POINTER_SCHEMA = pa.schema(
-    [("file_idx", pa.int32()), ("line", pa.int64()), ("offset", pa.int64()), ("task", pa.string())]
-)
+POINTER_SCHEMA = pa.schema([("file_idx", pa.int32()), ("line", pa.int64()), ("offset", pa.int64())])
 
 
-def pointer_table(pointers: Sequence[Pointer]) -> pa.Table:
-    """Pointers as an Arrow table: the pipeline's input rows (one per record)."""
-    return pa.table(
-        {
-            "file_idx": [p.file_idx for p in pointers],
-            "line": [p.line for p in pointers],
-            "offset": [p.offset for p in pointers],
-            "task": [p.task for p in pointers],
-        },
-        schema=POINTER_SCHEMA,
-    )
+def pointer_table(pointers: Sequence[Pointer] | PointerArray) -> pa.Table:
+    """Pointers as an Arrow table: the pipeline's input rows (one per record). The task id
+    is not carried: the first stage reads it from the record itself."""
+    if isinstance(pointers, PointerArray):
+        cols = {"file_idx": pointers.file_idx, "line": pointers.line, "offset": pointers.offset}
+    else:
+        cols = {"file_idx": [p.file_idx for p in pointers], "line": [p.line for p in pointers],
+                "offset": [p.offset for p in pointers]}
+    return pa.table(cols, schema=POINTER_SCHEMA)
 
 
 def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str],

@@ -8,11 +8,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragscale.errors import RecordError, UserError
-from ragscale.io.inputs import Pointer, order_for_sweep, read_raw, resolve_inputs, scan
-from ragscale.io.output import RecordWriter, iter_records, prepare
+from ragscale.io.inputs import Pointer, PointerArray, key_code, order_for_sweep, read_raw, resolve_inputs, scan
+from ragscale.io.output import RecordKeys, RecordWriter, finished_keys, iter_records, prepare
 from ragscale.metrics.registry import resolve_metrics, validate_steps
 from ragscale.records import answerability_of, clean_nan, extract_fields, output_record
 from ragscale.report.summary import record_scalar
+from ragscale.pipeline.stages import pointer_table
 
 GOOD = {
     "task_id": "c1::1",
@@ -79,6 +80,13 @@ def test_scan_skips_blank_lines_and_sweep_groups_by_task(tmp_path):
     assert [(p.file_idx, p.task) for p in ordered] == [(0, "t1"), (1, "t1"), (0, "t2"), (1, "t2"), (0, None)]
     assert read_raw(files, [ptrs[2], ptrs[0]]) == ["not json", '{"task_id": "t1"}']
     assert files[0].stem == "a" and ptrs[0].key(files) != Pointer(1, 1, 0, None).key(files)
+    # the driver's columnar pointers: the same records, keys and sweep order
+    arr = PointerArray.scan(files, with_tasks=True)
+    assert arr.codes().tolist() == [key_code(p.file_idx, p.line) for p in ptrs]
+    got = arr.ordered_for_sweep()
+    assert list(zip(got.file_idx.tolist(), got.line.tolist(), got.offset.tolist())) == [
+        (p.file_idx, p.line, p.offset) for p in ordered]
+    assert pointer_table(got[:3]).to_pylist() == pointer_table(ordered[:3]).to_pylist()
 
 
 def test_parquet_input_rows(tmp_path):
@@ -93,18 +101,39 @@ def test_parquet_input_rows(tmp_path):
 
 def test_resume_state_truncates_torn_line_and_guards_config(tmp_path):
     out = str(tmp_path)
-    assert prepare(out, {"a": 1}, resume=True, overwrite=False) == set()
+    prepare(out, {"a": 1}, resume=True, overwrite=False)
+    assert list(finished_keys(out)) == []
     w = RecordWriter(out, set())
     w.write([{"ragscale": {"record_key": "k1"}, "error": None}, {"ragscale": {"record_key": "k1"}, "error": None}])
     w.close()
     assert w.written == 1 and w.duplicates == 1
     with open(os.path.join(out, "records.jsonl"), "a") as fh:
         fh.write('{"ragscale": {"record_key": "k2"')  # killed mid-write
-    assert prepare(out, {"a": 1}, resume=True, overwrite=False) == {"k1"}
+    prepare(out, {"a": 1}, resume=True, overwrite=False)
+    assert list(finished_keys(out)) == ["k1"]
     assert [r["ragscale"]["record_key"] for r in iter_records(os.path.join(out, "records.jsonl"))] == ["k1"]
     with pytest.raises(UserError, match="different configuration"):
         prepare(out, {"a": 2}, resume=True, overwrite=False)
-    assert prepare(out, {"a": 2}, resume=True, overwrite=True) == set()
+    prepare(out, {"a": 2}, resume=True, overwrite=True)
+    assert list(finished_keys(out)) == []
+
+
+def test_record_keys_mark_each_record_once_and_count_the_run(tmp_path):
+    a = tmp_path / "a.jsonl"
+    a.write_text("".join(f'{{"task_id": "t{i}"}}\n' for i in range(5)))
+    files = resolve_inputs(str(a))
+    ptrs = list(scan(files, with_tasks=False))
+    arr = PointerArray.scan(files, with_tasks=False)[:3]  # the run expects the first three (limit=3)
+    keys = RecordKeys(files, arr)
+    k = [p.key(files) for p in ptrs]
+    assert keys.add(k[1]) and not keys.add(k[1]) and k[1] in keys and k[0] not in keys
+    assert keys.add(k[4]) and k[4] in keys and keys.other == {k[4]}  # an earlier run's record beyond limit
+    assert keys.add("gone-0000:7") and not keys.add("gone-0000:7")  # a file no longer among the inputs
+    assert keys.done_mask(arr).tolist() == [False, True, False] and keys.expected_done() == 1
+    w = RecordWriter(str(tmp_path), keys)
+    w.write([{"ragscale": {"record_key": x}, "error": None} for x in (k[0], k[1], k[2], k[0])])
+    w.close()
+    assert w.written == 2 and w.duplicates == 2 and keys.expected_done() == 3
 
 
 def test_registry_did_you_mean_and_requirements():
