@@ -4,7 +4,8 @@
 Shows that memory stays flat and time grows linearly with the input: for each size,
 a synthetic JSONL (the bundled sample's records, repeated with new task ids) runs
 through the CLI with the lexical metrics only (no encoder), while the driver's and the
-whole process tree's resident memory are sampled from /proc.
+whole process tree's resident memory are sampled from /proc. Each size is also given as
+ratios to the smallest one (time per record and peak RSS; 1.0 = linear time, flat memory).
 
     .venv/bin/python benchmarks/scale.py --sizes 10000 50000 200000 [--out FILE.json]
 """
@@ -104,7 +105,13 @@ def run_size(n: int, work: str) -> dict:
 def main(args: argparse.Namespace) -> dict:
     work = tempfile.mkdtemp(prefix="ragscale-scale-")
     results = [run_size(n, work) for n in args.sizes]
-    result = {"benchmark": "scale", "metrics": "lexical (no encoder)", "cpus": os.cpu_count(), "runs": results}
+    base = results[0]
+    for r in results:  # against the smallest size: 1.0 = linear time, flat memory
+        r["time_per_record_ratio"] = round((r["wall_s"] / r["records"]) / (base["wall_s"] / base["records"]), 3)
+        r["peak_driver_rss_ratio"] = round(r["peak_driver_rss_mib"] / base["peak_driver_rss_mib"], 3)
+        r["peak_process_tree_rss_ratio"] = round(r["peak_process_tree_rss_mib"] / base["peak_process_tree_rss_mib"], 3)
+    result = {"benchmark": "scale", "metrics": "lexical (no encoder)", "cpus": os.cpu_count(),
+              "baseline": f"{base['records']} records", "runs": results}
     emit(result, args.out)
     return result
 
