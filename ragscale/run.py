@@ -325,7 +325,11 @@ def execute(cfg: Any, printer: Callable[[str], None] = print) -> int:
         consistency_s = time.time() - t3
 
     t2 = time.time()
-    summary = finalize(out_dir, setup.metrics + setup.panel_columns(), consistency=consistency)
+    try:
+        summary = finalize(out_dir, setup.metrics + setup.panel_columns(), consistency=consistency)
+    except Exception as e:  # noqa: BLE001 - records.jsonl is complete; re-running rewrites the summary
+        failure = failure or f"summary: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        summary = {"metrics": list(setup.metrics), "models": {}, "overall": None}
     finalize_s = time.time() - t2
     missing = len(pointers) - keys.expected_done()
     enc = setup.encoder_conf

@@ -215,3 +215,25 @@ def test_task_input_without_predictions_is_all_per_record_errors(tmp_path):
     assert len(recs) == 10
     assert all(r["error"]["stage"] == "input" and "predictions" in r["error"]["message"] for r in recs)
     assert json.load(open(os.path.join(out, "summary.json")))["models"]["taskb_input"]["errors"] == 10
+
+
+def test_a_failing_summary_is_a_one_line_failure_and_a_rerun_finishes_it(tmp_path, responses10, monkeypatch):
+    import ragscale.report.summary as summary_mod
+    from ragscale.run import compose, execute
+
+    out = str(tmp_path / "fin")
+    args = ["+scenario=mtrag", f"input={responses10}", f"output_dir={out}", "limit=3", "steps=[algorithmic]",
+            "metrics.algorithmic=[Recall,Length]"]
+    lines: list[str] = []
+
+    def boom(*a, **k):  # noqa: ANN002, ANN003
+        raise OSError("disk full\nsecond line")
+
+    monkeypatch.setattr(summary_mod, "finalize", boom)
+    assert execute(compose(args), printer=lines.append) == 1
+    assert any("run failed: summary: OSError: disk full; re-run" in s for s in lines), lines
+    assert len(records(out)) == 3 and json.load(open(os.path.join(out, "run.json")))["status"] == "failed"
+    monkeypatch.undo()
+    lines.clear()
+    assert execute(compose(args), printer=lines.append) == 0
+    assert json.load(open(os.path.join(out, "summary.json")))["overall"]["count"] == 3 and len(records(out)) == 3
