@@ -13,12 +13,22 @@ the prompts as their backend allows; parsing is the judges' business, not theirs
 Each engine module also has ``resolve(conf, pool) -> dict``: it runs on the driver before
 Ray starts, checks the config and the model's location without importing the backend,
 and returns the actor's keyword arguments (never a secret: API keys are read from the
-environment inside the actor).
+environment inside the actor). A judge config holding a value that looks like a key or token
+(``sk-...``, ``Bearer ...``, an ``api_key`` entry) is refused here, naming where it is and
+never showing it.
+
+Untrusted text (responses, passages) reaches the engines inside the judges' delimiters. The
+engines that apply a chat template themselves (llama.cpp, vLLM; and the servers behind the
+OpenAI-compatible engine do the same) would turn a chat-template control token written in that
+text, e.g. ``<|im_end|><|im_start|>system``, into a real one: a new turn with another role.
+``neutralize_control_tokens`` breaks such tokens in every message before it is sent, so they
+are read as the plain text they are.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -49,9 +59,44 @@ def _module(engine: str) -> Any:
     return importlib.import_module(f"actors.engines.{ENGINES[engine]}")
 
 
+# Chat-template control tokens of the common template families: ChatML and Llama 3 / Phi / DeepSeek
+# (``<|im_start|>``, ``<|eot_id|>``, ``<｜end▁of▁sentence｜>``), Gemma's turns, Llama 2 / Mistral's
+# ``[INST]``, ``<<SYS>>``, ``<s>``, ``</s>``.
+_CONTROL_TOKEN = re.compile(
+    r"<\|[^<>|\s]{1,48}\|>|<\uff5c[^<>\s]{1,48}\uff5c>|</?(?:start_of_turn|end_of_turn|s)>|\[/?INST\]|<</?SYS>>"
+)
+
+
+def neutralize_control_tokens(text: str) -> str:
+    """``text`` with every chat-template control token broken by a backslash after its first
+    character (``<|im_end|>`` -> ``<\\|im_end|>``, ``[INST]`` -> ``[\\INST]``): a tokenizer
+    reads it as plain text. Text without such tokens is returned unchanged."""
+    return _CONTROL_TOKEN.sub(lambda m: m.group(0)[0] + "\\" + m.group(0)[1:], text)
+
+
+def safe_messages(messages: Any) -> list[dict]:
+    """Chat messages as plain dicts, their ``content`` passed through neutralize_control_tokens."""
+    out = []
+    for m in messages:
+        d = dict(m)
+        if isinstance(d.get("content"), str):
+            d["content"] = neutralize_control_tokens(d["content"])
+        out.append(d)
+    return out
+
+
 def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
     """Validate a judge config (conf/judge/*.yaml) and return the engine's constructor kwargs
     (with an ``engine`` key); every problem is a one-line UserError."""
+    from ragscale.config import secret_paths
+
+    leaked = secret_paths({k: v for k, v in conf.items() if k != "name"})
+    if leaked:
+        raise UserError(
+            f"judge config value(s) {', '.join('judge.' + p for p in leaked)} look like secrets (API keys, tokens; "
+            "not shown): secrets are read only from environment variables, the key from the one named by "
+            "judge.options.api_key_env"
+        )
     mod = _module(conf["engine"])
     options = dict(conf.get("options") or {})
     unknown = sorted(set(options) - set(mod.OPTIONS))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from actors.engines import Generation
+from actors.engines import Generation, safe_messages
 from ragscale.judges.base import JudgePrompt
 
 # conf/judge/*.yaml `options` this engine accepts
@@ -17,7 +17,8 @@ OPTIONS = {"n_ctx": 8192, "n_threads": None, "n_batch": 512, "n_gpu_layers": 0, 
 
 
 def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
-    """Locate the GGUF (``package:<dist>`` or a path); threads default to the pool's."""
+    """Locate the GGUF (``package:<dist>`` or a path); threads (generation and prompt
+    evaluation) default to the pool's ``torch_threads``, else llama.cpp's defaults."""
     from ragscale.models import resolve_gguf
 
     kw = {**OPTIONS, **options}
@@ -48,9 +49,11 @@ class Engine:
     ):
         from llama_cpp import Llama, LlamaRAMCache
 
+        # n_threads bounds prompt evaluation too (llama-cpp-python's n_threads_batch defaults to
+        # every core of the node): several judge actors on one node must not each spin on all of them.
         self.llm = Llama(
-            model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
-            seed=seed, verbose=False,
+            model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, n_batch=n_batch,
+            n_gpu_layers=n_gpu_layers, seed=seed, verbose=False,
         )
         if state_cache_mb:
             self.llm.set_cache(LlamaRAMCache(capacity_bytes=int(state_cache_mb) * 2**20))
@@ -63,7 +66,7 @@ class Engine:
         for i in sorted(range(len(prompts)), key=lambda i: prompts[i].text()):
             p = prompts[i]
             r = self.llm.create_chat_completion(
-                messages=[dict(m) for m in p.messages],
+                messages=safe_messages(p.messages),
                 response_format={"type": "json_object", "schema": p.schema},
                 temperature=temperature,
                 max_tokens=p.max_tokens,

@@ -4,6 +4,13 @@ llama.cpp's server, SGLang, Ollama, a gateway) over HTTP, with JSON-schema const
 The API key is never part of the config, the actor's arguments, run.json, logs or errors:
 the engine reads it from the environment variable named by ``api_key_env`` (default
 ``OPENAI_API_KEY``) inside the judge actor, at each call. Local servers need no key.
+``resolve`` refuses an ``api_key_env`` that is a key rather than a variable's name, without
+showing it. Every text that comes back from the server or the HTTP stack (error bodies,
+exception messages, a malformed answer) is redacted *before* it is cut to an excerpt: the key
+in any of its encodings (as is, stripped, JSON- or URL-escaped), any ``Bearer``/``Basic``
+credential and anything of a key's shape (``sk-...``) become ``***``, so that a server that
+echoes the request's headers cannot put the key, or a prefix of it, into a record, run.json,
+the report or a log.
 
 Every prompt of a ``generate`` call is in flight at once, bounded by ``concurrency``; a
 request is retried (exponential backoff with jitter, ``Retry-After`` honoured) on connection
@@ -37,10 +44,11 @@ import os
 import random
 import re
 import time
-from typing import Any, Mapping, Sequence
-from urllib.parse import urlparse
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote, urlparse
 
-from actors.engines import Generation
+from actors.engines import Generation, safe_messages
+from ragscale.config import looks_like_env_name, looks_like_secret, redact_secret_shapes
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 
@@ -65,7 +73,6 @@ OPTIONS = {
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object_schema", "json_object", "none")
 _OPENAI_MODEL = re.compile(r"^(gpt-|chatgpt-|o\d|ft:gpt-|ft:o\d)", re.I)
 _SECRET_HEADER = re.compile(r"(authorization|api[-_]?key|secret|token|password|cookie)", re.I)
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RETRY_STATUS = {408, 409, 429}
 # JSON-schema keywords OpenAI's strict mode rejects (the rest of the judges' schemas is allowed)
 _STRICT_DROP = ("minLength", "maxLength")
@@ -107,8 +114,13 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
     if urlparse(base_url).scheme not in ("http", "https") or not _host(base_url):
         raise UserError(f"judge.options.base_url must be an http(s) URL, got {base_url!r}")
     env = kw["api_key_env"]
-    if not isinstance(env, str) or not _ENV_NAME.match(env):
-        raise UserError(f"judge.options.api_key_env must be the NAME of an environment variable, got {env!r}")
+    if not looks_like_env_name(env):
+        shown = f", got {env!r}" if isinstance(env, str) and len(env) <= 40 and not looks_like_secret(env) \
+            and not re.search(r"[A-Za-z0-9]{16,}", env) else " (the value given is not shown: it may be a key)"
+        raise UserError(
+            "judge.options.api_key_env must be the NAME of an environment variable holding the key "
+            f"(e.g. OPENAI_API_KEY), never the key itself{shown}"
+        )
     if _needs_key(base_url) and not os.environ.get(env):
         raise UserError(
             f"judge engine 'openai': environment variable {env} (judge.options.api_key_env) is not set; "
@@ -199,6 +211,34 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 def _excerpt(text: str, n: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[:n] + "..."
+
+
+# a credential after an HTTP auth scheme: 8+ token characters with a digit ("Basic auth failed" stays)
+_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{8,}")
+
+
+def secret_variants(secret: str) -> list[str]:
+    """The forms a secret takes in text that quotes it: as is, stripped, JSON- and
+    Python-escaped, URL-encoded; longest first, none shorter than 4 characters."""
+    forms = {secret, secret.strip()}
+    for s in list(forms):
+        forms.update({json.dumps(s)[1:-1], repr(s)[1:-1], quote(s, safe="")})
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str] = (), shapes: bool = True) -> str:
+    """``text`` with the given secrets (in every form of ``secret_variants``) replaced by
+    ``***``; with ``shapes``, also any credential after ``Bearer``/``Basic`` and any string of
+    an API key's shape (for error texts; a model's answer keeps its words)."""
+    text = str(text)
+    for secret in secrets:
+        if secret:
+            for form in secret_variants(secret):
+                text = text.replace(form, "***")
+    if not shapes:
+        return text
+    text = _CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + "***", text)
+    return redact_secret_shapes(text)
 
 
 class _Retryable(Exception):
@@ -302,7 +342,7 @@ class Engine:
     def _body(self, prompt: JudgePrompt, temperature: float, seed: int, mode: str) -> dict:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [dict(m) for m in prompt.messages],
+            "messages": safe_messages(prompt.messages),
             "temperature": temperature,
             self.max_tokens_param: prompt.max_tokens,
             "seed": seed,
@@ -315,15 +355,22 @@ class Engine:
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json", **self.extra_headers}
-        key = os.environ.get(self.api_key_env)
+        # stripped: a key read from a file often ends with a newline, which no header may hold
+        # (and httpx's error message would then quote the whole header value)
+        key = (os.environ.get(self.api_key_env) or "").strip()
         if key:
             headers[self.key_header] = key if self.key_header == "api-key" else f"Bearer {key}"
         return headers
 
     def _scrub(self, text: str) -> str:
-        """Remove the key from a message (servers sometimes echo what they were sent)."""
-        key = os.environ.get(self.api_key_env)
-        return text.replace(key, "***") if key and len(key) >= 4 else text
+        """``text`` without the key or anything that looks like a credential (servers sometimes
+        echo the request's headers): see ``redact``."""
+        return redact(text, [os.environ.get(self.api_key_env) or ""])
+
+    def _clip(self, text: str, n: int = 300) -> str:
+        """An excerpt of a server's or the HTTP stack's text, redacted before it is cut (a cut
+        through the key would otherwise leave a prefix of it that no longer matches)."""
+        return _excerpt(self._scrub(text), n)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -342,13 +389,13 @@ class Engine:
         except httpx.TimeoutException as e:
             raise _Retryable(f"timeout after {self.timeout_s:g}s ({type(e).__name__})") from None
         except httpx.TransportError as e:  # connection refused/reset, DNS, protocol errors
-            raise _Retryable(f"{type(e).__name__}: {_excerpt(str(e), 200) or 'connection failed'}") from None
+            raise _Retryable(f"{type(e).__name__}: {self._clip(str(e), 200) or 'connection failed'}") from None
         if r.status_code == 200:
             try:
                 return r.json()
             except ValueError:
-                raise _Retryable(f"HTTP 200 with a non-JSON body: {_excerpt(r.text, 200)}") from None
-        text = _excerpt(r.text)
+                raise _Retryable(f"HTTP 200 with a non-JSON body: {self._clip(r.text, 200)}") from None
+        text = self._clip(r.text)
         if r.status_code == 429:
             stats["rate_limited"] += 1
         if r.status_code in _RETRY_STATUS or r.status_code >= 500:
@@ -392,7 +439,7 @@ class Engine:
                 except (_Fatal, _BadResponse) as e:
                     last = str(e)
                 except Exception as e:  # noqa: BLE001 - one prompt's failure never fails the call
-                    last = f"{type(e).__name__}: {_excerpt(str(e), 200)}"
+                    last = f"{type(e).__name__}: {self._clip(str(e), 200)}"
                 if self._switched(mode, last):
                     attempt -= 1  # not the endpoint's fault: ask again at once
                     continue
@@ -412,13 +459,15 @@ class Engine:
             choice = data["choices"][0]
             msg = choice.get("message") or {}
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise _BadResponse(f"response without choices: {_excerpt(json.dumps(data), 200)}") from None
+            raise _BadResponse(f"response without choices: {self._clip(json.dumps(data), 200)}") from None
         content = msg.get("content")
         if content is None:
             reason = msg.get("refusal") or choice.get("finish_reason") or "no content"
-            raise _BadResponse(f"no content in the response ({_excerpt(str(reason), 200)})")
+            raise _BadResponse(f"no content in the response ({self._clip(str(reason), 200)})")
         usage = data.get("usage") or {}
-        return Generation(str(content), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        # the key itself never reaches a record or the judge cache, even from a server that echoes it
+        content = redact(str(content), [os.environ.get(self.api_key_env) or ""], shapes=False)
+        return Generation(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
 
     # -- a call -----------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ constrained by a JSON schema, so text inside them cannot change the output forma
 from __future__ import annotations
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, Undefined, load_json_object
+from ragscale.judges.templates import fence
 from ragscale.metrics.trec import answer_text
 
 NAME = "factual_consistency"
@@ -37,7 +38,7 @@ Reply as JSON: {"reason": "<one short sentence>", "label": "consistent" | "parti
 def render(passages: list[str], answer: str, max_chars: int = MAX_CHARS) -> JudgePrompt:
     """The prompt: instructions, then the passages (shared by a query's runs), the answer last."""
     premise = " ".join(passages)[:max_chars]
-    text = f"{_INSTRUCTIONS}\n<passages>\n{premise}\n</passages>\n\n<answer>\n{answer}\n</answer>\n"
+    text = f"{_INSTRUCTIONS}\n{fence('passages', premise)}\n\n{fence('answer', answer)}\n"
     return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), SCHEMA, max_tokens=96)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
-from ragscale.judges.templates import load_template
+from ragscale.judges.templates import load_template, neutralize
 
 NAME = "idk"
 VERSION = "mtrag-idk-v1"
@@ -32,7 +32,9 @@ def inquiry(turns: Sequence[dict]) -> str:
 
 def render(turns: Sequence[dict], response: str) -> JudgePrompt:
     """The IDK prompt: the shared few-shot instructions first, this record's inquiry and response last."""
-    text = load_template("mtrag_idk_v1") + f"[Inquiry]\n{inquiry(turns)}\n\n[Response]\n{response}\n\n[Output]\n"
+    t = "mtrag_idk_v1"  # no line of the conversation or the response can fake an [Output] section
+    text = (load_template(t) + f"[Inquiry]\n{neutralize(inquiry(turns), t)}\n\n"
+            f"[Response]\n{neutralize(response, t)}\n\n[Output]\n")
     return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), SCHEMA, max_tokens=16)
 
 

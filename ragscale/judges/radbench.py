@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges.templates import neutralize
 
 NAME = "radbench"
 VERSION = "mtrag-radbench-v1"
@@ -46,10 +47,14 @@ Begin your evaluation by comparing the assistant's answer against the reference 
 
 def render(turns: Sequence[dict], reference: str, documents: Sequence[str], response: str) -> JudgePrompt:
     """The RADBench prompt for one record; the response is the last section."""
+    def n(text: str) -> str:  # untrusted text cannot fake a "[The End of ...]" section marker
+        return neutralize(text, "radbench")
+
     lines = [f"{t.get('speaker')}: {t.get('text')}" for t in turns]
-    previous = "\n".join(lines[:-1])
-    question = str(turns[-1].get("text")) if turns else ""
-    docs = "\n\n".join(documents)
+    previous = n("\n".join(lines[:-1]))
+    question = n(str(turns[-1].get("text"))) if turns else ""
+    docs = n("\n\n".join(documents))
+    reference, response = n(reference), n(response)
     text = (
         f"{_INSTRUCTIONS}\n"
         f"[The Start of Previous Conversation]\n{previous}\n[The End of Previous Conversation]\n\n"

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
-from ragscale.judges.templates import load_template
+from ragscale.judges.templates import fence, load_template
 from ragscale.metrics.taxonomy import (ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS, GENERATION_METRICS,
                                        GROUNDING_METRICS, RETRIEVAL_METRICS, generation_scores, grounding_scores,
                                        retrieval_scores)
@@ -55,20 +55,20 @@ def _prompt(judge: str, template: str, labels: Sequence[str], body: str) -> Judg
 
 def chunk_prompt(query: str, chunk: str) -> JudgePrompt:
     """The chunk-family prompt for one (query, chunk)."""
-    return _prompt(RETRIEVAL, "taxonomy_chunk_v1", CHUNK_LABELS, f"<query>\n{query}\n</query>\n<chunk>\n{chunk}\n</chunk>\n")
+    return _prompt(RETRIEVAL, "taxonomy_chunk_v1", CHUNK_LABELS, f"{fence('query', query)}\n{fence('chunk', chunk)}\n")
 
 
 def answer_prompt(query: str, chunks: Sequence[str], answer: str) -> JudgePrompt:
     """The answer-family prompt: the query, the top-K chunks numbered [1].. and the answer."""
     ctx = "\n".join(f"[{i + 1}] {c}" for i, c in enumerate(chunks)) or "(no context was retrieved)"
     return _prompt(GROUNDING, "taxonomy_answer_v1", ANSWER_LABELS,
-                   f"<query>\n{query}\n</query>\n<context>\n{ctx}\n</context>\n<answer>\n{answer}\n</answer>\n")
+                   f"{fence('query', query)}\n{fence('context', ctx)}\n{fence('answer', answer)}\n")
 
 
 def generation_prompt(conversation: str, answer: str) -> JudgePrompt:
     """The generation-family prompt: the conversation (or query) and the answer."""
     return _prompt(GENERATION, "taxonomy_generation_v1", GENERATION_LABELS,
-                   f"<conversation>\n{conversation}\n</conversation>\n<answer>\n{answer}\n</answer>\n")
+                   f"{fence('conversation', conversation)}\n{fence('answer', answer)}\n")
 
 
 def parser(judge: str, labels: Sequence[str]) -> Callable[[str], dict[str, int]]:

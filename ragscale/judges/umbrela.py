@@ -37,7 +37,7 @@ from typing import Any, Mapping
 
 from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
-from ragscale.judges.templates import load_template
+from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.trec import umbrela_mean
 from ragscale.records import passage_ids_of, query_of
 
@@ -62,7 +62,8 @@ def orag_messages(template: str, values: Mapping[str, str]) -> tuple[dict, ...]:
     """An open-rag-eval prompt as chat messages: its system message, then the template with
     ``{name}`` slots filled in one pass (text inserted is never re-scanned, so a query or
     passage containing ``{passage}`` stays literal) plus the source string's tail."""
-    text = _SLOT.sub(lambda m: values[m.group(1)], load_template(template).rstrip("\n")) + _TAIL
+    # a value cannot fake the template's own "Passage:" / "Your Response:" lines (templates.neutralize)
+    text = _SLOT.sub(lambda m: neutralize(values[m.group(1)], template), load_template(template).rstrip("\n")) + _TAIL
     return ({"role": "system", "content": ORAG_SYSTEM}, {"role": "user", "content": text})
 
 

@@ -10,7 +10,7 @@ a parse failure instead (never a default score).
 from __future__ import annotations
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
-from ragscale.judges.templates import load_template
+from ragscale.judges.templates import load_template, neutralize
 
 NAME = "underspecified"
 VERSION = "mtrag-underspecified-v1"
@@ -28,7 +28,8 @@ _TAIL = "\n\n    "  # what follows {{ response }} in MT-RAG's template
 
 def render(response: str) -> JudgePrompt:
     """The underspecified-judge prompt for one response."""
-    text = load_template("mtrag_underspecified_v1") + response + _TAIL
+    t = "mtrag_underspecified_v1"  # the response cannot fake the template's "## ..." sections
+    text = load_template(t) + neutralize(response, t) + _TAIL
     return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), SCHEMA, max_tokens=160)
 
 
