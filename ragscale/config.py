@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -27,6 +28,26 @@ class PoolConf:
     num_gpus: float = 0.0
     batch_size: int = 256
     torch_threads: Optional[int] = None
+    # Fault tolerance (docs/fault-tolerance.md), Ray actor options: an actor that dies (its
+    # node lost, a crash, an OOM kill) is restarted up to `max_restarts` times and each batch
+    # it held is retried up to `max_task_retries` times (-1: always). null keeps Ray Data's
+    # defaults (-1 for both) and lets Ray Data fuse the read/lexical task into the pool.
+    max_restarts: Optional[int] = None
+    max_task_retries: Optional[int] = None
+
+
+@dataclass
+class JudgePoolConf(PoolConf):
+    """The judge actor pool. Besides the pool's size and resources, the GPU placement of the
+    vLLM engine lives here, with the GPUs it shards over (conf/cluster/*xh100.yaml):
+    ``tensor_parallel_size`` (null: ``judge.options.tensor_parallel_size``, else
+    ``num_gpus`` when it is a whole number >= 1, else 1) and ``gpu_memory_utilization``
+    (null: ``judge.options.gpu_memory_utilization``, else vLLM's 0.9). The vLLM engine reads
+    them (actors/engines/vllm_engine.py ``resolve``); other engines ignore them."""
+
+    batch_size: int = 32
+    tensor_parallel_size: Optional[int] = None
+    gpu_memory_utilization: Optional[float] = None
 
 
 @dataclass
@@ -48,7 +69,7 @@ class ClusterConf:
     chunk_size: int = 128
     lexical_num_cpus: float = 1.0
     encoder: PoolConf = field(default_factory=PoolConf)
-    judge: PoolConf = field(default_factory=lambda: PoolConf(batch_size=32))
+    judge: JudgePoolConf = field(default_factory=JudgePoolConf)
     nli: PoolConf = field(default_factory=lambda: PoolConf(batch_size=16))
 
 
@@ -160,3 +181,64 @@ def register() -> None:
     cs.store(group="encoder", name="encoder_schema", node=EncoderConf)
     cs.store(group="cluster", name="cluster_schema", node=ClusterConf)
     cs.store(group="judge", name="judge_schema", node=JudgeConf)
+
+
+# -- secrets never belong in a config ------------------------------------------------------
+# Shapes of API keys and tokens (OpenAI/Anthropic/OpenRouter ``sk-``, Hugging Face ``hf_``,
+# GitHub, GitLab, Slack, AWS access key ids, Google API keys, HTTP credentials), matched
+# anywhere in a string value.
+_SECRET_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"(?:sk|pk|rk|hf|ghp|gho|ghu|ghs|ghr|github_pat|glpat|xox[abprs])[-_][A-Za-z0-9_\-]{16,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_\-]{30,}"
+    r"|(?:bearer|basic)\s+(?=[A-Za-z._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{8,}"
+    r")",
+    re.IGNORECASE,
+)
+# Config keys whose (non-empty) value is a secret by name.
+SECRET_KEY_NAME = re.compile(r"(api_?keys?|secrets?|passwords?|passwd|(^|_)token|authorization|credentials?)$", re.I)
+
+
+def looks_like_secret(value: Any) -> bool:
+    """Whether a config value has the shape of an API key or token (``sk-...``, ``hf_...``,
+    ``Bearer ...``): such values are refused, never echoed."""
+    return isinstance(value, str) and _SECRET_SHAPES.search(value) is not None
+
+
+def redact_secret_shapes(text: str) -> str:
+    """``text`` with every substring of a key's or token's shape replaced by ``***``."""
+    return _SECRET_SHAPES.sub("***", text)
+
+
+def looks_like_env_name(value: Any) -> bool:
+    """Whether ``value`` can be the NAME of an environment variable and is not a key pasted
+    in its place (a secret shape, or a long run of mixed letters and digits such as a
+    32-character hex Azure key)."""
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
+        return False
+    if looks_like_secret(value):
+        return False
+    return not any(len(seg) >= 16 and re.search(r"\d", seg) and re.search(r"[A-Za-z]", seg)
+                   for seg in value.split("_"))
+
+
+def secret_paths(obj: Any, path: str = "") -> List[str]:
+    """Dotted paths of the values in a (plain, nested) config that are or look like secrets:
+    a string of a secret's shape anywhere, or a non-empty value under a key named like one
+    (``api_key``, ``token``, ``password`` ...; ``api_key_env``, a variable's name, is not).
+    The values themselves are never returned."""
+    out: List[str] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            p = f"{path}.{k}" if path else str(k)
+            if SECRET_KEY_NAME.search(str(k)) and v not in (None, "", {}, []):
+                out.append(p)
+            else:
+                out.extend(secret_paths(v, p))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            out.extend(secret_paths(v, f"{path}[{i}]"))
+    elif looks_like_secret(obj):
+        out.append(path or "<value>")
+    return out

