@@ -130,3 +130,27 @@ def build_tiny_hhem(root):
 def tiny_hhem(tmp_path_factory):
     """(hhem_dir, foundation_dir, reference model) of a tiny HHEM built for the test session."""
     return build_tiny_hhem(tmp_path_factory.mktemp("hhem"))
+
+
+def sample_copies(path, copies: int) -> int:
+    """Write the bundled MT-RAG sample ``copies`` times to ``path`` as JSONL, task ids
+    ``<task_id>#<copy>``; returns the number of records."""
+    with open(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")) as fh:
+        base = [json.loads(line) for line in fh]
+    with open(path, "w") as out:
+        for i in range(copies):
+            for rec in base:
+                out.write(json.dumps(dict(rec, task_id=f"{rec['task_id']}#{i}")) + "\n")
+    return copies * len(base)
+
+
+def records_by_key(out_dir) -> dict:
+    """record key -> output record of ``out_dir``/records.jsonl; a key written twice fails the test."""
+    out: dict = {}
+    with open(os.path.join(str(out_dir), "records.jsonl")) as fh:
+        for line in fh:
+            rec = json.loads(line)
+            key = rec["ragscale"]["record_key"]
+            assert key not in out, f"record {key} written twice"
+            out[key] = rec
+    return out

@@ -5,6 +5,15 @@
              ─iter_batches─▶ driver: records.jsonl (flushed per batch), progress
 
 Every stage keeps one row per record; a failed record carries its error to the end.
+
+Fault tolerance (docs/fault-tolerance.md): a task (read/lexical, derive) lost with its
+worker or node is re-run by Ray Data (its tasks retry system failures without limit); a
+dead actor is restarted and the batches it held retried (Ray Data's actor defaults; see
+``actor_pool``); run.json counts the restarts (``restart_counted``). Application
+errors are not retried by Ray (``DataContext.actor_task_retry_on_errors`` stays off): the
+stages catch them per record and keep them as data, and a judge endpoint's transient
+failures are retried inside its engine. The driver writes each record key once
+(``RecordWriter``), so a batch delivered twice cannot duplicate a record.
 """
 
 from __future__ import annotations
@@ -51,16 +60,75 @@ def _panel_tags(plan: Plan) -> dict[str, list[str]]:
 
 def actor_pool(pool: dict, batch_size: int, max_size: int | None = None) -> dict:
     """``map_batches`` arguments of an actor pool from its ``cluster.<pool>`` config: the
-    ActorPoolStrategy (``size``, at most ``max_size``), batch size, CPUs and GPUs per actor."""
+    ActorPoolStrategy (``size``, at most ``max_size``), batch size, CPUs and GPUs per actor.
+
+    Fault tolerance (docs/fault-tolerance.md): Ray Data creates pool actors with
+    ``max_restarts=-1`` and ``max_task_retries=-1``, so a dead actor (its node lost, a crash,
+    an OOM kill) is restarted and the batches it held are retried on it; the pool's
+    ``max_restarts`` / ``max_task_retries``, when set (not null), are passed to Ray instead,
+    e.g. ``max_restarts: 0`` to fail fast while debugging, or a bound on the retries of a
+    batch that kills its actor every time (Ray Data's no-progress timeout, 30 min, is the
+    backstop otherwise). Setting them costs two things in Ray 2.60: they go through
+    ``map_batches``' deprecated ``**ray_remote_args``, and Ray Data no longer fuses the
+    read/lexical task into the pool's actor (fusion needs equal remote arguments)."""
     from ray.data import ActorPoolStrategy
 
     size = int(pool.get("size", 1))
-    return {
+    out = {
         "compute": ActorPoolStrategy(size=max(1, min(size, max_size)) if max_size is not None else size),
         "batch_size": int(pool.get("batch_size", batch_size)),
         "num_cpus": float(pool.get("num_cpus", 1.0)),
         "num_gpus": float(pool.get("num_gpus", 0.0)),
     }
+    for key in ("max_restarts", "max_task_retries"):
+        if pool.get(key) is not None:
+            out[key] = int(pool[key])
+    return out
+
+
+def _add_batch_stat(table: Any, key: str) -> Any:
+    """``table`` (a stage's pyarrow output, ROW_SCHEMA) with ``key`` += 1 in its first row's stats."""
+    import pyarrow as pa
+
+    i = table.schema.get_field_index("stats")
+    col = table.column(i).to_pylist()
+    stats = json.loads(col[0]) if col[0] else {}
+    stats[key] = stats.get(key, 0) + 1
+    col[0] = json.dumps(stats)
+    return table.set_column(i, table.schema.field(i), pa.array(col, type=table.schema.field(i).type))
+
+
+def restart_counted(cls: type, counter: str) -> type:
+    """``cls`` (a Ray Data actor class of the pipeline) that reports its restarts: an instance
+    whose process is a restart of one that died (Ray's ``max_restarts``: its node lost, a
+    crash, an OOM kill) adds ``counter: 1`` to the stats of the first batch it returns, and
+    the driver sums them into run.json (``encoder_actor_restarts`` ->
+    ``encoder_work.actor_restarts``, ``judge_actor_restarts`` -> ``judge_work.actor_restarts``,
+    ``nli_actor_restarts`` -> ``nli_work.actor_restarts``). One Ray lookup at actor start;
+    the batches themselves are untouched. A restart whose every batch is lost again is not
+    counted (a lower bound)."""
+
+    class Counted(cls):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            import warnings
+
+            import ray
+
+            with warnings.catch_warnings():  # it reads the deprecated RuntimeContext.actor_id
+                warnings.simplefilter("ignore")
+                self._ragscale_restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+
+        def __call__(self, batch: Any) -> Any:
+            out = super().__call__(batch)
+            if self._ragscale_restarted and out.num_rows:
+                self._ragscale_restarted = False
+                out = _add_batch_stat(out, counter)
+            return out
+
+    # Ray Data names the stage after the class: keep "MapBatches(EncoderActor)" etc.
+    Counted.__name__, Counted.__qualname__, Counted.__doc__ = cls.__name__, cls.__qualname__, cls.__doc__
+    return Counted
 
 
 def init_ray(cluster: dict) -> dict:
@@ -121,18 +189,18 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
 
         pool = plan.cluster.get("encoder", {})
         ds = ds.map_batches(
-            EncoderActor,
+            restart_counted(EncoderActor, "encoder_actor_restarts"),
             fn_constructor_kwargs={"encoder": plan.encoder, "metrics": list(plan.metrics), "baseline": plan.baseline},
             batch_format="pyarrow",
             **actor_pool(pool, 256),
-        )  # Ray Data restarts dead actors and retries their batches by default
+        )
     if "nli" in plan.stages:
         if plan.nli:
             from actors.nli import NLIActor
 
             pool = plan.cluster.get("nli", {})
             ds = ds.map_batches(
-                NLIActor,
+                restart_counted(NLIActor, "nli_actor_restarts"),
                 fn_constructor_kwargs=plan.nli,
                 batch_format="pyarrow",
                 **actor_pool(pool, 16),
@@ -148,7 +216,7 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
         pool = plan.cluster.get("judge", {})
         for kwargs in ([plan.judge] if plan.judge.get("judges") else []) + list(plan.panel):
             ds = ds.map_batches(
-                JudgeActor,
+                restart_counted(JudgeActor, "judge_actor_restarts"),
                 fn_constructor_kwargs=kwargs,
                 batch_format="pyarrow",
                 **actor_pool(pool, 16),
@@ -156,7 +224,8 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
     if "answer_relevancy" in plan.metrics:
         from actors.encoder import RelevancyActor
 
-        ds = ds.map_batches(RelevancyActor, fn_constructor_kwargs={"encoder": plan.encoder}, batch_format="pyarrow",
+        ds = ds.map_batches(restart_counted(RelevancyActor, "encoder_relevancy_actor_restarts"),
+                            fn_constructor_kwargs={"encoder": plan.encoder}, batch_format="pyarrow",
                             **actor_pool(plan.cluster.get("encoder", {}), 256))
     if "derive" in plan.stages:
         # Tiny CPU work: a fractional CPU so it is never starved by actors holding every core.

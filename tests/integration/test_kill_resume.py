@@ -9,20 +9,9 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sample_copies
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def _make_input(path, copies=14):
-    sample = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
-    with open(sample) as fh:
-        base = [json.loads(line) for line in fh]
-    with open(path, "w") as out:
-        for i in range(copies):
-            for rec in base:
-                out.write(json.dumps(dict(rec, task_id=f"{rec['task_id']}#{i}")) + "\n")
-    return copies * len(base)
 
 
 def _lines(path):
@@ -34,7 +23,7 @@ def _lines(path):
 
 def test_sigkill_then_resume_every_record_exactly_once(tmp_path):
     inp = tmp_path / "many.jsonl"
-    n = _make_input(inp)
+    n = sample_copies(inp, 14)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ragscale.run", "+scenario=mtrag", f"input={inp}", f"output_dir={out}",
            "steps=[algorithmic]", "cluster.chunk_size=8", "cluster.encoder.batch_size=8", "progress_interval_s=1"]
