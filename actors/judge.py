@@ -94,7 +94,8 @@ class JudgeActor:
             gens = self.engine.generate([prompts[i] for i in todo], **dict(sampling))
             for k, v in (getattr(self.engine, "last_stats", None) or {}).items():  # e.g. HTTP retries
                 if isinstance(v, (int, float)) and v:
-                    stats.d[f"judge_http_{k}"] = stats.d.get(f"judge_http_{k}", 0) + v
+                    name = "judge_" + (k if k.startswith("http_") else f"http_{k}")  # run.json: http_retries
+                    stats.d[name] = stats.d.get(name, 0) + v
             fresh = []
             for i, g in zip(todo, gens):
                 j = prompts[i].judge

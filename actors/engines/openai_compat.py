@@ -16,7 +16,9 @@ Every prompt of a ``generate`` call is in flight at once, bounded by ``concurren
 request is retried (exponential backoff with jitter, ``Retry-After`` honoured) on connection
 errors, timeouts, 408/409/429 and 5xx; any other 4xx, or a prompt still failing after
 ``max_attempts``, becomes that prompt's ``Generation.error`` (the call never raises for one
-bad prompt).
+bad prompt). The first retry of a call is logged as a warning (logger ``ragscale.judge``: on a
+cluster it lands in the judge actor's log and on the driver's console), so that an endpoint
+that is down shows itself while the run waits for it, not only in the records' errors.
 
 ``response_format`` (how the JSON schema is sent):
 
@@ -40,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import logging
 import os
 import random
 import re
@@ -53,6 +56,7 @@ from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 
 OPENAI_URL = "https://api.openai.com/v1"
+log = logging.getLogger("ragscale.judge")
 
 # conf/judge/*.yaml `options` this engine accepts, with their defaults
 OPTIONS = {
@@ -309,6 +313,7 @@ class Engine:
         self._mode_now = "json_schema" if response_format == "auto" else response_format
         self.last_stats: dict[str, Any] = {}
         self.total_stats: dict[str, Any] = {}
+        self._warned = False  # the current call's first retry was logged
         if _needs_key(self.base_url) and not os.environ.get(api_key_env):
             # a config problem on this node (the key is read here, not shipped with the actor)
             raise RuntimeError(
@@ -447,6 +452,11 @@ class Engine:
                     break
                 if attempt < self.max_attempts:
                     delay = self._delay(attempt, after)
+                    if not self._warned:
+                        self._warned = True
+                        log.warning(self._scrub(
+                            f"openai engine: {self.url}: {last}; retrying with backoff "
+                            f"(up to {self.max_attempts} attempts per prompt)"))
                     stats["http_retries"] += 1
                     stats["backoff_s"] += delay
                     await asyncio.sleep(delay)
@@ -491,6 +501,7 @@ class Engine:
         """All prompts in flight (``concurrency`` at a time); outputs in input order, failures as ``error``."""
         stats = {"requests": 0, "http_retries": 0, "rate_limited": 0, "http_errors": 0, "backoff_s": 0.0}
         self.last_stats = stats
+        self._warned = False
         if not prompts:
             return []
         coro = self._agenerate(list(prompts), temperature, self.seed if seed is None else int(seed), stats)
@@ -504,6 +515,9 @@ class Engine:
             with ThreadPoolExecutor(1) as ex:
                 out = ex.submit(asyncio.run, coro).result()
         stats["backoff_s"] = round(stats["backoff_s"], 3)
+        if stats["http_errors"]:
+            log.warning("openai engine: %s: %d of %d prompts failed (their records carry the error)",
+                        self._scrub(self.url), stats["http_errors"], len(prompts))
         for k, v in stats.items():
             self.total_stats[k] = round(self.total_stats.get(k, 0) + v, 3)
         return out

@@ -13,8 +13,9 @@ an undisturbed run of the same records:
   run.json counts the restart; the control: with ``cluster.encoder.max_restarts=0`` the same
   kill fails the run (so the kill is real and the restarts are what saves it);
 * an OpenAI-compatible judge endpoint (a local HTTP server in this file) failing for a
-  while (HTTP 500s, dropped connections, timeouts): the engine retries with backoff and
-  every judgement arrives; an endpoint that always fails (HTTP 500, or connection refused):
+  while (HTTP 500s, dropped connections, timeouts; or nothing listening on its port): the
+  engine retries with backoff (and logs that it does) and every judgement arrives; an
+  endpoint that always fails (HTTP 500, or connection refused):
   the run finishes, every record is there with a per-record judge error naming the
   endpoint's failure, and its other metrics intact.
 
@@ -270,9 +271,11 @@ class FlakyJudgeServer:
     """An OpenAI-compatible chat-completions server in a thread. The first ``failures``
     requests fail in turn as HTTP 500, a connection closed without an answer, and an answer
     slower than the client's timeout (``hang_s``); later ones answer the IDK judge's JSON,
-    ``idk_label`` of the prompt's response. ``failures=None``: every request is an HTTP 500."""
+    ``idk_label`` of the prompt's response. ``failures=None``: every request is an HTTP 500.
+    ``listening=False``: the port is bound but not listening (every connection is refused)
+    until ``listen()``."""
 
-    def __init__(self, failures: int | None, hang_s: float = 1.5):
+    def __init__(self, failures: int | None, hang_s: float = 1.5, listening: bool = True):
         self.failures, self.hang_s = failures, hang_s
         self.requests = 0
         self.lock = threading.Lock()
@@ -313,13 +316,22 @@ class FlakyJudgeServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
         self.httpd.daemon_threads = True
+        self.httpd.server_bind()  # the port is ours from here on; connections are refused until listen()
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.serving = False
+        if listening:
+            self.listen()
+
+    def listen(self) -> None:
+        self.httpd.server_activate()
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.serving = True
 
     def close(self) -> None:
-        self.httpd.shutdown()
+        if self.serving:
+            self.httpd.shutdown()
         self.httpd.server_close()
 
 
@@ -360,6 +372,58 @@ def test_judge_endpoint_failing_for_a_while(cluster, inputs, baseline, tmp_path)
     assert work["prompts"] == work["generations"] == ENDPOINT_LIMIT
     assert any("retries" in k and v >= 9 for k, v in work.items() if k.startswith("http")), work
     assert_same_non_llm_metrics(recs, baseline)
+
+
+def logged(text: str, timeout: float = 180) -> bool:
+    """Whether ``text`` shows up in the cluster's logs (every actor's stderr) within ``timeout`` s."""
+    import glob
+
+    import ray
+
+    logs = os.path.join(ray._private.worker._global_node.get_session_dir_path(), "logs")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for path in glob.glob(os.path.join(logs, "worker-*.err")):
+            with open(path, errors="replace") as fh:
+                if text in fh.read():
+                    return True
+        time.sleep(0.1)
+    return False
+
+
+def test_judge_endpoint_refusing_for_a_while(cluster, inputs, tmp_path):
+    """Nothing listens on the endpoint's port when the run starts: every connection is refused.
+    Once the judge actor has logged its first retry (the engine's warning names the endpoint and
+    the refusal) the outage lasts 2 s more, then the server starts listening. The engine's backoff
+    (up to 30 attempts) rides it out: every record gets its judgement, no judge error, and the
+    retries are counted in run.json (the server itself never fails: every retry was a refusal)."""
+    inp, _ = inputs
+    server = FlakyJudgeServer(failures=0, listening=False)
+    seen: list[bool] = []
+
+    def open_later() -> None:
+        seen.append(logged(f"openai engine: {server.url}/chat/completions: ConnectError"))
+        time.sleep(2.0)
+        server.listen()
+
+    opener = threading.Thread(target=open_later, daemon=True)
+    opener.start()
+    args = [a for a in judge_openai(server.url, tmp_path, max_attempts=30) if not a.startswith("judge.options.backoff")]
+    try:
+        recs, info = run(cluster, inp, tmp_path / "out", *args, "steps=[idk]", "judge.options.backoff_s=0.25",
+                         "judge.options.backoff_max_s=1.0")
+        opener.join(200)
+        assert seen == [True], "the judge never logged a refused connection"
+    finally:
+        server.close()
+    assert len(recs) == ENDPOINT_LIMIT
+    assert_every_record_once(recs, info, recs)
+    for rec in recs.values():
+        assert rec["ragscale"]["judge_errors"] == []
+        assert rec["metrics"]["idk_eval"] == [IDK_SCORE[idk_label(rec["predictions"][0]["text"])]]
+    work = info["judge_work"]
+    assert work["prompts"] == work["generations"] == server.requests == ENDPOINT_LIMIT
+    assert work["http_retries"] >= ENDPOINT_LIMIT, work  # every prompt was refused at least once
 
 
 @pytest.mark.parametrize("failure", ["http500", "refused"])

@@ -153,6 +153,27 @@ def test_connection_refused_becomes_error_after_max_attempts():
     assert e.last_stats["http_errors"] == 2 and e.last_stats["requests"] == 6 and e.last_stats["http_retries"] == 4
 
 
+def test_retrying_is_logged_once_per_call_without_the_key(server, monkeypatch, caplog):
+    """An endpoint that is down shows in the log while the run waits: one warning per call at
+    the first retry (not one per prompt and attempt), one when prompts end with an error, and
+    neither holds the key even when the server echoes it."""
+    monkeypatch.setenv("RAGSCALE_TEST_KEY", KEY)
+    srv = server(lambda n, b, h: (500, None, {"error": f"upstream down, got {h.get('Authorization')}"}, 0))
+    e = engine(srv.url, max_attempts=3)
+    with caplog.at_level("WARNING", logger="ragscale.judge"):
+        gens = e.generate([prompt(i) for i in range(4)])
+    assert all(g.error for g in gens) and e.last_stats["http_retries"] == 8
+    lines = [r.getMessage() for r in caplog.records if r.name == "ragscale.judge"]
+    assert len(lines) == 2, lines
+    assert f"{srv.url}/chat/completions: HTTP 500" in lines[0] and "retrying with backoff (up to 3 attempts" in lines[0]
+    assert "4 of 4 prompts failed" in lines[1]
+    assert not any(KEY in line or KEY[:12] in line for line in lines)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="ragscale.judge"):
+        e.generate([prompt(9)])  # a new call warns again
+    assert sum("retrying" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_400_is_an_error_at_once(server):
     srv = server(lambda n, b, h: (400, None, {"error": {"message": "context length exceeded for this model"}}, 0))
     e = engine(srv.url)
