@@ -37,6 +37,20 @@ class _Stats:
             self.d[key] = self.d.get(key, 0) + n
 
 
+def reask_sampling(prompt: JudgePrompt, attempt: int) -> dict[str, Any]:
+    """Temperature and seed of ``prompt``'s ``attempt`` (0: the first ask). The first ask is
+    greedy, or the prompt's own ``sampling``; a re-ask after a parse failure samples at 0.7 with
+    the attempt as seed, spread by the prompt's sample index (seed = attempt + 1000 x index),
+    so that the n samples of one prompt (ragas' answer relevancy) stay n different draws and
+    are not merged into one generation as identical prompts of a round."""
+    if attempt == 0:
+        if prompt.sampling:
+            return {"temperature": prompt.sampling[0], "seed": prompt.sampling[1]}
+        return {"temperature": 0.0, "seed": 0}
+    sample = int(prompt.sampling[1]) if prompt.sampling else 0
+    return {"temperature": 0.7, "seed": attempt + 1000 * sample}
+
+
 class JudgeActor:
     """Ray Data actor: runs the enabled judges over a batch of records.
 
@@ -72,8 +86,7 @@ class JudgeActor:
         the same cache key in one round (e.g. a sweep's identical responses to a task) are
         generated once and share the text (``dedup_hits``): engines need not give identical
         outputs to identical prompts in one batch, and the cache keeps one text per key."""
-        samplings = [({"temperature": p.sampling[0], "seed": p.sampling[1]} if attempt == 0 and p.sampling else
-                      {"temperature": 0.0 if attempt == 0 else 0.7, "seed": attempt}) for p in prompts]
+        samplings = [reask_sampling(p, attempt) for p in prompts]
         keys = [cache_key(self.engine_name, self.model_name, p, s) for p, s in zip(prompts, samplings)]
         cached = self.cache.get_many(keys) if self.cache else {}
         out: dict[int, tuple[str, str | None]] = {}

@@ -108,3 +108,38 @@ def test_identical_prompts_in_a_round_are_generated_once_and_share_the_answer(ac
     assert a["umbrela_scores"] == b["umbrela_scores"] and a["umbrela_scores"] != c["umbrela_scores"]
     stats = json.loads(out[0]["stats"])
     assert stats["judge_prompts"] == 3 and stats["judge_generations"] == 2 and stats["judge_dedup_hits"] == 1
+
+
+def test_reasked_samples_stay_different_draws(actor_with):
+    """ragas' answer relevancy asks one prompt n times with seeds 0..n-1. When every sample fails
+    to parse, the re-asks must still be n draws (distinct seeds), not one generation shared as
+    identical prompts of a round; non-sampled prompts keep seed = attempt."""
+    from actors.judge import reask_sampling
+    from ragscale.judges import ragas_metrics
+
+    samples = [ragas_metrics.relevance_prompt("Paris is the capital of France.", i) for i in range(3)]
+    first = [reask_sampling(p, 0) for p in samples]
+    assert [s["seed"] for s in first] == [0, 1, 2] and {s["temperature"] for s in first} == {samples[0].sampling[0]}
+    for attempt in (1, 2):
+        again = [reask_sampling(p, attempt) for p in samples]
+        assert len({s["seed"] for s in again}) == 3 and {s["temperature"] for s in again} == {0.7}
+    plain = ragas_metrics.precision_prompt("q", "c", "a")
+    assert reask_sampling(plain, 0) == {"temperature": 0.0, "seed": 0}
+    assert reask_sampling(plain, 2) == {"temperature": 0.7, "seed": 2}
+
+    make, calls = actor_with
+    actor = make(lambda p: "not json", ["umbrela"])
+    seen: list[tuple[float, int, int]] = []
+    engine_generate = actor.engine.generate
+
+    def generate(prompts, temperature=0.0, seed=None):
+        seen.append((temperature, seed, len(prompts)))
+        return engine_generate(prompts, temperature=temperature, seed=seed)
+
+    actor.engine.generate = generate
+    from actors.judge import _Stats
+
+    stats = _Stats()
+    out = actor._generate(samples, 1, stats)
+    assert sorted(seen) == [(0.7, 1, 1), (0.7, 1001, 1), (0.7, 2001, 1)]  # three draws, none merged
+    assert len(out) == 3 and not stats.d.get("judge_dedup_hits")
