@@ -38,7 +38,7 @@ def judge_engine(scenario: str, args) -> tuple:  # noqa: ANN001
     """(composed config, resolved engine kwargs) of ``--judge`` and ``--set`` for a scenario."""
     from omegaconf import OmegaConf
 
-    from actors.engines import resolve
+    from ragscale.actors.engines import resolve
     from ragscale.run import compose
 
     cfg = compose([f"+scenario={scenario}", f"judge={args.judge}", *args.set])

@@ -98,7 +98,7 @@ def main() -> None:
     ap, args = judge_cli(__doc__, os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"), 12, JUDGE_NAMES,
                          MORE_JUDGES)
 
-    from actors.engines import build
+    from ragscale.actors.engines import build
 
     cfg, kwargs = judge_engine("mtrag", args)
     rows = load_rows(args.input, args.records)
@@ -111,7 +111,7 @@ def main() -> None:
     base_s = time.perf_counter() - t0
     del engine
 
-    from actors.judge import JudgeActor
+    from ragscale.actors.judge import JudgeActor
 
     actor = JudgeActor(kwargs, args.judges, cache_path=None, max_retries=0)  # no disk cache, no re-asks
     t0 = time.perf_counter()

@@ -127,7 +127,7 @@ def main() -> None:
     if "nuggets" in args.judges and "umbrela" not in args.judges:
         ap.error("nuggets needs umbrela (its passage filter)")
 
-    from actors.engines import build
+    from ragscale.actors.engines import build
 
     cfg, kwargs = judge_engine("trec", args)
     rows = load_rows(args.input, args.records)
@@ -145,7 +145,7 @@ def main() -> None:
     base_counts = engine.counts
     del engine
 
-    from actors.judge import JudgeActor
+    from ragscale.actors.judge import JudgeActor
 
     actor = JudgeActor(kwargs, args.judges, cache_path=None, max_retries=0)  # no disk cache, no re-asks
     actor.engine.generate([warm])

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ragscale.errors import UserError
 
-CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
+CONF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conf")
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 _SECRET = re.compile(r"(api_?key|secret|password|passwd|(^|_)token)$", re.I)
 
@@ -178,7 +178,7 @@ def validate(cfg: Any) -> Setup:
                 "torch_threads": pool.torch_threads or (os.cpu_count() if not cfg.cluster.address else None),
             }}
     if "judge" in setup.stages:
-        from actors.engines import resolve as resolve_engine
+        from ragscale.actors.engines import resolve as resolve_engine
         from ragscale.judges import JUDGED
 
         pool = OmegaConf.to_container(cfg.cluster.judge, resolve=True)

@@ -1,4 +1,4 @@
-"""LLM judges: prompt rendering and parsing, pure and versioned; engines live in actors/engines/.
+"""LLM judges: prompt rendering and parsing, pure and versioned; engines live in ragscale/actors/engines/.
 
 ``JUDGES`` is the one registry: judge name -> the metric it fills, its prompt version, and
 how to start it on a pipeline record (a generator of (prompt, parse) steps, see base.py).

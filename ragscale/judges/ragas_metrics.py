@@ -15,7 +15,7 @@ same scores from the same outputs (tested against ragas with a scripted LLM):
   embeddings of the user question and of the generated questions, times 0 when *every*
   generation is noncommittal (0.4.3 uses ``np.all``; older ragas used ``any``); ``null`` when
   every generated question is empty (ragas: NaN). The cosine is computed after the judge by the
-  encoder pool (sentence embeddings of the packaged MiniLM, see actors/encoder.py); this judge
+  encoder pool (sentence embeddings of the packaged MiniLM, see ragscale/actors/encoder.py); this judge
   returns the generations in its details and ``answer_relevancy`` is filled there.
 - **context_precision**: one ContextPrecisionPrompt per retrieved context (question, context,
   answer = the reference), verdict 0/1 ("was the context useful in arriving at the answer");

@@ -6,7 +6,7 @@ weighs 1 except [CLS]/[SEP], which weigh 0 but still take part in the max), gree
 cosine matching, optional baseline rescaling ``(s - b) / (1 - b)``.
 
 The math here is pure numpy; the embeddings come from the encoder actor pool
-(actors/encoder.py). Each unique text of a batch is embedded once and the matching is
+(ragscale/actors/encoder.py). Each unique text of a batch is embedded once and the matching is
 done per pair, so a sweep's shared references and passages are encoded once per task.
 """
 

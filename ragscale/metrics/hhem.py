@@ -1,7 +1,7 @@
 """HHEM-2.1-open hallucination score, as open-rag-eval's hallucination metric computes it.
 
 Pure helpers (no torch import): the prompt, the (premise, hypothesis) pair and the
-location of the model files. The model itself runs in ``actors/nli.py``.
+location of the model files. The model itself runs in ``ragscale/actors/nli.py``.
 
 References:
 

@@ -28,7 +28,7 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
     todo = [t for t in todo if len(t["answers"]) >= 2]
     if todo:
         import ray
-        from actors.encoder import PairwiseActor
+        from ragscale.actors.encoder import PairwiseActor
         from ragscale.pipeline.execute import actor_pool, init_ray
 
         started = not ray.is_initialized()

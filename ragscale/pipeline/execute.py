@@ -185,7 +185,7 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
         num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
     )
     if "encoder" in plan.stages:
-        from actors.encoder import EncoderActor
+        from ragscale.actors.encoder import EncoderActor
 
         pool = plan.cluster.get("encoder", {})
         ds = ds.map_batches(
@@ -196,7 +196,7 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
         )
     if "nli" in plan.stages:
         if plan.nli:
-            from actors.nli import NLIActor
+            from ragscale.actors.nli import NLIActor
 
             pool = plan.cluster.get("nli", {})
             ds = ds.map_batches(
@@ -211,7 +211,7 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
             ds = ds.map_batches(null_metric, batch_size=None, batch_format="pyarrow", num_cpus=0.1,
                                 fn_kwargs={"metric": "hhem", "judge": "hhem", "reason": plan.nli_unavailable or "HHEM unavailable"})
     if "judge" in plan.stages:
-        from actors.judge import JudgeActor
+        from ragscale.actors.judge import JudgeActor
 
         pool = plan.cluster.get("judge", {})
         for kwargs in ([plan.judge] if plan.judge.get("judges") else []) + list(plan.panel):
@@ -222,7 +222,7 @@ def run_pipeline(plan: Plan, pointers: Sequence[Pointer] | PointerArray,
                 **actor_pool(pool, 16),
             )
     if "answer_relevancy" in plan.metrics:
-        from actors.encoder import RelevancyActor
+        from ragscale.actors.encoder import RelevancyActor
 
         ds = ds.map_batches(restart_counted(RelevancyActor, "encoder_relevancy_actor_restarts"),
                             fn_constructor_kwargs={"encoder": plan.encoder}, batch_format="pyarrow",

@@ -16,7 +16,7 @@ def model_path():
 
 
 def test_bertscore_matches_reference_per_pair(model_path, responses10):
-    from actors.encoder import Encoder
+    from ragscale.actors.encoder import Encoder
     from ragscale.metrics.bertscore import greedy_precision_recall
 
     pairs = []
@@ -40,7 +40,7 @@ def test_bertscore_matches_reference_per_pair(model_path, responses10):
 
 
 def test_embedding_cache_serves_repeated_texts(model_path):
-    from actors.encoder import Encoder
+    from ragscale.actors.encoder import Encoder
 
     enc = Encoder(model_path, 6, torch_threads=1, cache_mb=1)
     enc.embed(["one text", "another text"])
@@ -55,7 +55,7 @@ def test_deberta_architecture_layer_cut_and_rescaling_match_bert_score(model_pat
     import torch
     from transformers import AutoTokenizer, DebertaConfig, DebertaModel
 
-    from actors.encoder import Encoder
+    from ragscale.actors.encoder import Encoder
     from ragscale.metrics.bertscore import BertScoreRequest, score_requests
 
     torch.manual_seed(0)

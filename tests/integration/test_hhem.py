@@ -1,4 +1,4 @@
-"""HHEM-2.1-open scorer (actors/nli.py) against a direct computation.
+"""HHEM-2.1-open scorer (ragscale/actors/nli.py) against a direct computation.
 
 No HHEM weights exist on these machines, so a tiny randomly initialised model of the same
 architecture (T5ForTokenClassification, 2 labels) is saved in the HF snapshot layout of
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def scorer(tiny_hhem):
-    from actors.nli import HHEMScorer
+    from ragscale.actors.nli import HHEMScorer
 
     return HHEMScorer(str(tiny_hhem[0]), torch_threads=1, batch_size=3, device="cpu")
 
@@ -116,7 +116,7 @@ def test_locate_reasons(tiny_hhem, tmp_path, monkeypatch):
     assert paths.model_dir == str(snap) and paths.tokenizer_dir == str(foundation)
     assert paths.t5_config["d_model"] == 768 and paths.t5_config["feed_forward_proj"] == "gated-gelu"
     # and loading checks that checkpoint against that config
-    from actors.nli import HHEMScorer
+    from ragscale.actors.nli import HHEMScorer
 
     with pytest.raises(ValueError, match="does not fit T5ForTokenClassification"):
         HHEMScorer("vectara/hallucination_evaluation_model", tokenizer=str(foundation), torch_threads=1, device="cpu")
@@ -141,7 +141,7 @@ def _row(key, prediction, passages, error=None, metrics=None):
 def test_nli_actor_rows(tiny_hhem, scorer):
     import pyarrow as pa
 
-    from actors.nli import NLIActor
+    from ragscale.actors.nli import NLIActor
     from ragscale.records import ROW_SCHEMA, error_json
 
     long_passages = [("water is wet " + "w" * 50 + " ") * 100, ("The sky is blue " + "s" * 50 + " ") * 100]  # cut to 8192 chars

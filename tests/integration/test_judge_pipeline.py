@@ -16,7 +16,7 @@ pytest.importorskip("llama_cpp", reason="the local judge engine is built by scri
 def test_judge_actor_generates_parses_and_caches(tmp_path):
     import pyarrow as pa
 
-    from actors.judge import JudgeActor
+    from ragscale.actors.judge import JudgeActor
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.models import resolve_gguf
     from ragscale.pipeline.stages import load_and_lexical, pointer_table

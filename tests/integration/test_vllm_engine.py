@@ -37,7 +37,7 @@ ENGINE_SCRIPT = textwrap.dedent(
     """
     import json, sys
     from omegaconf import OmegaConf
-    from actors.engines import build, resolve
+    from ragscale.actors.engines import build, resolve
     from ragscale.run import compose
     from ragscale.judges import idk, radbench
 

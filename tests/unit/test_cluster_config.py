@@ -112,7 +112,7 @@ def test_ragscale_never_disables_ray_token_authentication():
     """No code or config of the project sets RAY_AUTH_MODE (to 'disabled' or anything else):
     the mode is the user's, from the environment (docs/clusters.md)."""
     hits = []
-    for top in ("ragscale", "actors", "conf", "scripts", "benchmarks"):
+    for top in ("ragscale", "scripts", "benchmarks"):
         for d, _, files in os.walk(os.path.join(ROOT, top)):
             for f in files:
                 if f.endswith((".py", ".yaml", ".yml", ".sh", ".txt")):
@@ -194,7 +194,7 @@ def _record_pipeline(plan, monkeypatch) -> list[tuple[str, dict]]:
 def test_gpu_profile_pools_and_tensor_parallelism_reach_ray_data_and_vllm(profile, fake_vllm, monkeypatch):
     from omegaconf import OmegaConf
 
-    from actors.engines import build
+    from ragscale.actors.engines import build
     from ragscale.pipeline.execute import Plan
     from ragscale.run import compose, validate
 

@@ -162,8 +162,8 @@ def test_undefined_cases_and_parsing():
 
 def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
     """Every record's statement prompt goes in one engine call, then every verdict prompt in one."""
-    import actors.judge as judge_mod
-    from actors.engines import Generation
+    import ragscale.actors.judge as judge_mod
+    from ragscale.actors.engines import Generation
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.pipeline.stages import load_and_lexical, pointer_table
 

@@ -1,4 +1,4 @@
-"""The judge actor's round protocol (actors/judge.py) with a scripted engine: fan-out rounds
+"""The judge actor's round protocol (ragscale/actors/judge.py) with a scripted engine: fan-out rounds
 batched across records, a failed item kept as data, empty rounds, judges in phases."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def _row(key, query, answer, passages):
 
 @pytest.fixture
 def actor_with(monkeypatch, tmp_path):
-    import actors.judge as judge_mod
-    from actors.engines import Generation
+    import ragscale.actors.judge as judge_mod
+    from ragscale.actors.engines import Generation
 
     calls: list[list[str]] = []
 
@@ -114,7 +114,7 @@ def test_reasked_samples_stay_different_draws(actor_with):
     """ragas' answer relevancy asks one prompt n times with seeds 0..n-1. When every sample fails
     to parse, the re-asks must still be n draws (distinct seeds), not one generation shared as
     identical prompts of a round; non-sampled prompts keep seed = attempt."""
-    from actors.judge import reask_sampling
+    from ragscale.actors.judge import reask_sampling
     from ragscale.judges import ragas_metrics
 
     samples = [ragas_metrics.relevance_prompt("Paris is the capital of France.", i) for i in range(3)]
@@ -137,7 +137,7 @@ def test_reasked_samples_stay_different_draws(actor_with):
         return engine_generate(prompts, temperature=temperature, seed=seed)
 
     actor.engine.generate = generate
-    from actors.judge import _Stats
+    from ragscale.actors.judge import _Stats
 
     stats = _Stats()
     out = actor._generate(samples, 1, stats)

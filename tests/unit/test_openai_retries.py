@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from actors.engines import resolve as resolve_engine  # noqa: E402
-from actors.engines.openai_compat import Engine, resolve, strict_schema  # noqa: E402
+from ragscale.actors.engines import resolve as resolve_engine  # noqa: E402
+from ragscale.actors.engines.openai_compat import Engine, resolve, strict_schema  # noqa: E402
 from ragscale.errors import UserError  # noqa: E402
 from ragscale.judges import idk, radbench  # noqa: E402
 from ragscale.judges.base import JudgePrompt  # noqa: E402

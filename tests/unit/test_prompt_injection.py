@@ -173,7 +173,7 @@ def test_ordinary_text_is_unchanged():
 
 
 def test_chat_control_tokens_are_neutralized_in_engine_messages():
-    from actors.engines import neutralize_control_tokens, safe_messages
+    from ragscale.actors.engines import neutralize_control_tokens, safe_messages
 
     text = next(i["text"] for i in INJECTIONS if i["id"] == "chat-control-tokens")
     [msg] = safe_messages([{"role": "user", "content": text}])
@@ -190,7 +190,7 @@ def test_control_tokens_really_tokenize_as_control_tokens_until_neutralized():
     pytest.importorskip("llama_cpp")
     from llama_cpp import Llama
 
-    from actors.engines import neutralize_control_tokens
+    from ragscale.actors.engines import neutralize_control_tokens
     from ragscale.errors import UserError
     from ragscale.models import resolve_gguf
 

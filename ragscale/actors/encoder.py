@@ -35,7 +35,7 @@ class Encoder:
         torch_threads: int | None = None,
         device: str | None = None,
     ):
-        from actors._torch import start_torch
+        from ragscale.actors._torch import start_torch
 
         torch, self.device = start_torch(torch_threads, device)
         from transformers import AutoModel, AutoTokenizer

@@ -50,7 +50,7 @@ import time
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlparse
 
-from actors.engines import Generation, safe_messages
+from ragscale.actors.engines import Generation, safe_messages
 from ragscale.config import looks_like_env_name, looks_like_secret, redact_secret_shapes
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt

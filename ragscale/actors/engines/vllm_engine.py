@@ -50,7 +50,7 @@ import importlib.util
 import os
 from typing import Any, Mapping, Sequence
 
-from actors.engines import Generation, safe_messages
+from ragscale.actors.engines import Generation, safe_messages
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 

@@ -51,7 +51,7 @@ class HHEMScorer:
         torch_threads: int | None = None,
         device: str | None = None,
     ):
-        from actors._torch import start_torch
+        from ragscale.actors._torch import start_torch
 
         torch, self.device = start_torch(torch_threads, device)
         from transformers import AutoTokenizer, T5Config, T5ForTokenClassification

@@ -56,7 +56,7 @@ class Generation:
 def _module(engine: str) -> Any:
     if engine not in ENGINES:
         raise UserError(f"unknown judge engine {engine!r}{did_you_mean(engine, ENGINES)}; engines are {', '.join(ENGINES)}")
-    return importlib.import_module(f"actors.engines.{ENGINES[engine]}")
+    return importlib.import_module(f"ragscale.actors.engines.{ENGINES[engine]}")
 
 
 # Chat-template control tokens of the common template families: ChatML and Llama 3 / Phi / DeepSeek

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from actors.engines import Generation, safe_messages
+from ragscale.actors.engines import Generation, safe_messages
 from ragscale.judges.base import JudgePrompt
 
 # conf/judge/*.yaml `options` this engine accepts

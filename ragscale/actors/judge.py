@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from actors.engines import build
+from ragscale.actors.engines import build
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
 from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
 from ragscale.pipeline.stages import add_judge_errors, add_stats, apply_per_record, to_table
