@@ -78,11 +78,12 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
     import pyarrow as pa
 
     from ragscale.judges import JUDGES
+    from ragscale.pipeline.stage import process_table
     from ragscale.records import ROW_SCHEMA
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
     for start in range(0, len(rows), batch_size):
-        out = actor(pa.Table.from_pylist(rows[start:start + batch_size], schema=ROW_SCHEMA)).to_pylist()
+        out = process_table(actor, "judge", pa.Table.from_pylist(rows[start:start + batch_size], schema=ROW_SCHEMA)).to_pylist()
         stats = json.loads(out[0]["stats"])
         for k in tokens:
             tokens[k] += stats.get(f"judge_{k}", 0)

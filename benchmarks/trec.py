@@ -97,6 +97,7 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
     """The judge actor (one pool member) over the records in pipeline-sized batches."""
     import pyarrow as pa
 
+    from ragscale.pipeline.stage import process_table
     from ragscale.records import ROW_SCHEMA
 
     values, counts = {}, {"engine_calls": 0, "generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
@@ -110,7 +111,7 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
 
     actor.engine.generate = counted
     for start in range(0, len(rows), batch_size):
-        out = actor(pa.Table.from_pylist(rows[start:start + batch_size], schema=ROW_SCHEMA)).to_pylist()
+        out = process_table(actor, "judge", pa.Table.from_pylist(rows[start:start + batch_size], schema=ROW_SCHEMA)).to_pylist()
         stats = json.loads(out[0]["stats"])
         for k in ("generations", "prompt_tokens", "completion_tokens"):
             counts[k] += stats.get(f"judge_{k}", 0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Iterable
 
 import pyarrow as pa
 
@@ -210,6 +210,15 @@ def passage_ids_of(obj: dict, n: int) -> list[str]:
     if isinstance(passages, list) and len(passages) == n and all(isinstance(p, dict) for p in passages):
         return [str(p.get("id")) for p in passages]
     return [f"[{i + 1}]" for i in range(n)]
+
+
+def add_judge_errors(row: dict, entries: Iterable[dict]) -> None:
+    """Append entries (``{judge, reason, raw?, undefined?, ...}``) to the row's ``judge_errors`` JSON list."""
+    entries = list(entries)
+    if entries:
+        errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
+        errs.extend(entries)
+        row["judge_errors"] = json.dumps(errs)
 
 
 def error_json(stage: str, message: str) -> str:

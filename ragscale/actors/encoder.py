@@ -11,15 +11,35 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from ragscale.metrics.bertscore import BertScoreRequest, TokenEmbedding, score_requests
-from ragscale.pipeline.stages import add_stats, apply_per_record, to_table
+
+
+def plan_encoder(conf: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[dict, dict | None]:
+    """The Encoder's keyword arguments and the BERTScore rescale baseline (None: unrescaled),
+    checked on the driver before Ray starts (the model's folder resolved, never downloaded)."""
+    from ragscale.errors import UserError
+    from ragscale.models import resolve_model_path
+
+    pool = cluster.get("encoder") or {}
+    kwargs = {
+        "model_path": resolve_model_path(conf["model"]),
+        "num_layers": conf["num_layers"],
+        "max_length": conf["max_length"],
+        "batch_tokens": conf["batch_tokens"],
+        "cache_mb": conf["cache_mb"],
+        "torch_threads": pool.get("torch_threads") or (os.cpu_count() if not cluster.get("address") else None),
+    }
+    baseline = None
+    if conf["rescale_with_baseline"]:
+        baseline = conf["baseline"]
+        if not baseline or not {"P", "R"} <= set(baseline):
+            raise UserError(f"encoder {conf['name']}: rescale_with_baseline needs baseline P and R values")
+    return kwargs, baseline
 
 
 class Encoder:
@@ -183,14 +203,11 @@ class EncoderActor:
                     f"encoder: {', '.join(res['truncated'])} truncated to {self.encoder.max_length} tokens"
                 ]
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        t0 = time.perf_counter()
-        rows = batch.to_pylist()
+    def process(self, rows: list[dict]) -> dict[str, float]:
+        """Score ``rows`` in place; returns the encoder's counters for them (texts, tokens, cache)."""
         before = dict(self.encoder.stats)
-        apply_per_record(rows, "encoder", self._score)
-        deltas = {f"encoder_{k}": v - before[k] for k, v in self.encoder.stats.items()}
-        add_stats(rows, time_encoder_s=time.perf_counter() - t0, **deltas)
-        return to_table(rows)
+        self._score(rows)
+        return {f"encoder_{k}": v - before[k] for k, v in self.encoder.stats.items()}
 
 
 class RelevancyActor:
@@ -217,12 +234,9 @@ class RelevancyActor:
                                                            d["generated"], d["noncommittal"])
             r["metrics"] = json.dumps(m)
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        t0 = time.perf_counter()
-        rows = batch.to_pylist()
-        apply_per_record(rows, "relevancy", self._score)
-        add_stats(rows, time_relevancy_s=time.perf_counter() - t0)
-        return to_table(rows)
+    def process(self, rows: list[dict]) -> None:
+        """Add ``answer_relevancy`` to ``rows`` in place."""
+        self._score(rows)
 
 
 class PairwiseActor:
@@ -235,18 +249,16 @@ class PairwiseActor:
         self.encoder = Encoder(**encoder)
         self.f_baseline = (baseline or {}).get("F")
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
+    def process(self, rows: list[dict]) -> None:
+        """Add ``bert_score_f1`` (one value per pair of the row's ``answers``) to ``rows`` in place."""
         from ragscale.metrics.bertscore import greedy_precision_recall, rescale
         from ragscale.metrics.consistency import pairs
 
-        rows = batch.to_pylist()
         emb = self.encoder.embed(sorted({a for r in rows for a in r["answers"]}))
-        out = []
         for r in rows:
             scores = []
             for i, j in pairs(len(r["answers"])):
                 p, rec = greedy_precision_recall(emb[r["answers"][i]], emb[r["answers"][j]])
                 f = 2 * p * rec / (p + rec) if p + rec else 0.0
                 scores.append(rescale(f, self.f_baseline) if self.f_baseline is not None else f)
-            out.append({"i": r["i"], "bert_score_f1": scores})
-        return pa.Table.from_pylist(out, schema=pa.schema([("i", pa.int64()), ("bert_score_f1", pa.list_(pa.float64()))]))
+            r["bert_score_f1"] = scores

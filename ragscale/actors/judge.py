@@ -10,15 +10,14 @@ records too.
 from __future__ import annotations
 
 import json
-import time
+import os
 from typing import Any, Mapping, Sequence
 
-import pyarrow as pa
 
 from ragscale.actors.engines import build
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
 from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
-from ragscale.pipeline.stages import add_judge_errors, add_stats, apply_per_record, to_table
+from ragscale.records import add_judge_errors
 
 _COUNTERS = ("prompts", "cache_hits", "dedup_hits", "generations", "retries", "parse_failures", "engine_errors",
              "prompt_tokens", "completion_tokens")
@@ -49,6 +48,50 @@ def reask_sampling(prompt: JudgePrompt, attempt: int) -> dict[str, Any]:
         return {"temperature": 0.0, "seed": 0}
     sample = int(prompt.sampling[1]) if prompt.sampling else 0
     return {"temperature": 0.7, "seed": attempt + 1000 * sample}
+
+
+def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) -> dict:
+    """The judge pool's plan from the config (on the driver, before Ray starts): the main
+    judge's and each panel member's JudgeActor arguments (engines resolved and checked),
+    and ``needs_derive`` when a panel's median must be taken after the judges."""
+    from omegaconf import OmegaConf
+
+    from ragscale.actors.engines import resolve as resolve_engine
+    from ragscale.errors import UserError
+    from ragscale.judges import JUDGED
+
+    pool = cluster.get("judge") or {}
+    judged = list(dict.fromkeys(JUDGED[m] for m in metrics if m in JUDGED))
+    panel = OmegaConf.to_container(cfg.judge_panel, resolve=True) or []
+    on_panel: list[str] = []
+    panel_kwargs: list[dict] = []
+    if panel:
+        single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,) and m != "answer_relevancy"]
+        for m in cfg.panel_metrics:
+            if m not in single:
+                raise UserError(f"panel_metrics: {m!r} is not a single-score judged metric ({', '.join(single)})")
+        on_panel = list(dict.fromkeys(JUDGED[m] for m in cfg.panel_metrics if m in metrics))
+        names = [c["name"] for c in panel]
+        if len(set(names)) != len(names):
+            raise UserError(f"judge_panel: judge names must be unique, got {names}")
+        panel_kwargs = [{"engine": resolve_engine(c, pool), "judges": on_panel, "tag": c["name"],
+                         "cache_path": os.path.abspath(c["cache_path"]) if c["cache_path"] else None,
+                         "max_retries": c["max_retries"]} for c in panel]
+    j = OmegaConf.to_container(cfg.judge, resolve=True)
+    kwargs: dict[str, Any] = {
+        "engine": resolve_engine(j, pool),
+        "judges": [n for n in judged if n not in on_panel],
+        "cache_path": os.path.abspath(j["cache_path"]) if j["cache_path"] else None,
+        "max_retries": j["max_retries"],
+    }
+    k = cfg.taxonomy.k
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise UserError(f"taxonomy.k must be a positive integer or null (every chunk), got {k!r}")
+    options = {name: {"k": k} for name in ("taxonomy_retrieval", "taxonomy_grounding") if name in kwargs["judges"]}
+    if options:
+        kwargs["options"] = options
+    return {"judge_kwargs": kwargs, "panel_confs": tuple(panel), "panel_kwargs": tuple(panel_kwargs),
+            "needs_derive": bool(on_panel)}
 
 
 class JudgeActor:
@@ -242,10 +285,8 @@ class JudgeActor:
             return
         current[key] = step
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        t0 = time.perf_counter()
-        rows = batch.to_pylist()
+    def process(self, rows: list[dict]) -> dict[str, float]:
+        """Judge ``rows`` in place; returns the judge counters (prompts, cache hits, tokens, ...)."""
         stats = _Stats()
-        apply_per_record(rows, "judge", lambda rs: self._judge(rs, stats))
-        add_stats(rows, time_judge_s=time.perf_counter() - t0, **stats.d)
-        return to_table(rows)
+        self._judge(rows, stats)
+        return stats.d

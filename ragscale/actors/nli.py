@@ -14,10 +14,9 @@ premise and hypothesis built as open-rag-eval's ``HHEMBackend`` does
 from __future__ import annotations
 
 import json
-import time
+import os
 from typing import Any, Mapping, Sequence
 
-import pyarrow as pa
 
 from ragscale.metrics.hhem import (
     CONSISTENT_LABEL,
@@ -28,7 +27,21 @@ from ragscale.metrics.hhem import (
     locate_hhem,
     premise_hypothesis,
 )
-from ragscale.pipeline.stages import add_stats, apply_per_record, to_table
+
+
+def plan_nli(hallucination: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[dict, str | None]:
+    """(NLIActor keyword arguments, None) when the HHEM weights are on this machine, else
+    ({}, why hhem will be null): decided on the driver before Ray starts."""
+    from ragscale.metrics.hhem import hhem_unavailable
+
+    h, pool = hallucination, cluster.get("nli") or {}
+    reason = hhem_unavailable(h["model"], h["tokenizer"])
+    if reason:
+        return {}, f"HHEM unavailable: {reason}"
+    return {"hhem": {
+        "model": h["model"], "tokenizer": h["tokenizer"], "max_length": h["max_length"], "max_chars": h["max_chars"],
+        "torch_threads": pool.get("torch_threads") or (os.cpu_count() if not cluster.get("address") else None),
+    }}, None
 
 
 class HHEMScorer:
@@ -188,27 +201,18 @@ class NLIActor:
         counts["nli_undefined"] += len(undefined)
         counts["nli_premise_truncated"] += truncated
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        t0 = time.perf_counter()
-        rows = batch.to_pylist()
+    def process(self, rows: list[dict]) -> dict[str, float]:
+        """Add ``hhem`` to ``rows`` in place; returns the pair, token and truncation counters."""
         counts = {"nli_pairs": 0, "nli_undefined": 0, "nli_premise_truncated": 0}
         before = dict(self.scorer.stats)
-
-        def run(rs: list[dict]) -> None:
-            local = dict.fromkeys(counts, 0)
-            self._score(rs, local)
-            for k, v in local.items():  # counted only once the (sub)batch succeeded
-                counts[k] += v
-
-        apply_per_record(rows, "nli", run)
+        self._score(rows, counts)
         after = self.scorer.stats
-        deltas = {
+        return {
+            **counts,
             "nli_model_pairs": after["pairs"] - before["pairs"],  # distinct prompts run through the model
             "nli_tokens": after["tokens"] - before["tokens"],
             "nli_token_truncated": after["truncated"] - before["truncated"],
         }
-        add_stats(rows, time_nli_s=time.perf_counter() - t0, **counts, **deltas)
-        return to_table(rows)
 
 
 def _write(row: dict, score: float | None, reason: str | None) -> None:

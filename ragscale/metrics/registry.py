@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from ragscale.errors import UserError, did_you_mean
 
@@ -161,3 +161,20 @@ def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
 def stages_for(metrics: Sequence[str]) -> set[str]:
     """The pipeline stages that the given metrics need."""
     return {lookup(m).stage for m in metrics}
+
+
+def record_scalar(name: str, value: Any) -> float | None:
+    """The per-record number a metric contributes to means: a per-target metric its first
+    target (as MT-RAG's RB_agg does), a per-passage metric its best passage (max), a flag
+    0/1; a per-passage vector (UMBRELA grades) none: its mean metric summarises it."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        vals = [float(v) for v in value if v is not None]
+        if not vals:
+            return None
+        spec = lookup(name)
+        if spec is not None and spec.per == "vector":  # e.g. per-passage UMBRELA grades: summarised by their mean metric
+            return None
+        return max(vals) if spec is not None and spec.per == "passage" else vals[0]
+    return float(value)

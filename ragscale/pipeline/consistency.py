@@ -19,7 +19,7 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
     """Compute consistency for every query with repeated runs; returns summary.json's block."""
     from ragscale.io.output import iter_records
     from ragscale.metrics.consistency import collect_groups, finish_group, summarize
-    from ragscale.report.summary import record_scalar
+    from ragscale.metrics.registry import record_scalar
 
     numeric = [m for m in metrics if m != "umbrela_scores"]
     groups = collect_groups(iter_records(os.path.join(out_dir, "records.jsonl")), numeric, record_scalar)
@@ -28,7 +28,7 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
     todo = [t for t in todo if len(t["answers"]) >= 2]
     if todo:
         import ray
-        from ragscale.actors.encoder import PairwiseActor
+
         from ragscale.pipeline.execute import actor_pool, init_ray
 
         started = not ray.is_initialized()
@@ -36,7 +36,7 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
         try:
             pool = cluster.get("encoder", {})
             ds = ray.data.from_items(todo).map_batches(
-                PairwiseActor,
+                _Pairwise,
                 fn_constructor_kwargs={"encoder": encoder, "baseline": baseline},
                 batch_format="pyarrow",
                 **actor_pool(pool, 256, max_size=len(todo)),
@@ -55,3 +55,21 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
     out: dict[str, Any] = {"file": "consistency.jsonl", "queries": len(results), "models": summarize(results),
                            "encoder": encoder.get("model_path")}
     return out
+
+
+class _Pairwise:
+    """Ray Data adapter of ragscale.actors.encoder.PairwiseActor: rows ``{i, answers}`` in,
+    ``{i, bert_score_f1}`` out (one row per query with repeated runs)."""
+
+    def __init__(self, **kwargs: Any):
+        from ragscale.actors.encoder import PairwiseActor
+
+        self.worker = PairwiseActor(**kwargs)
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        rows = batch.to_pylist()
+        self.worker.process(rows)
+        return pa.Table.from_pylist([{"i": r["i"], "bert_score_f1": r["bert_score_f1"]} for r in rows],
+                                    schema=pa.schema([("i", pa.int64()), ("bert_score_f1", pa.list_(pa.float64()))]))

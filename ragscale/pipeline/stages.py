@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
@@ -22,31 +22,10 @@ from ragscale.metrics.custom import CUSTOM_METRICS, custom_metrics
 from ragscale.metrics.conditioning import harmonic_mean, idk_conditioned, idk_underspecified_conditioned
 from ragscale.metrics.registry import CONDITIONED, HMEANS
 from ragscale.metrics.lexical import extractiveness, length_words, recall, rouge_l_tokens, rouge_tokenize
-from ragscale.records import ROW_SCHEMA, error_json, extract_fields, query_of
+from ragscale.pipeline.stage import add_stats, to_table
+from ragscale.records import add_judge_errors, error_json, extract_fields, query_of
 
 FACT_METRICS = ("fact_score", "rules_coverage", "is_correct")
-
-
-def to_table(rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
-
-
-def add_stats(rows: list[dict], **values: float) -> None:
-    """Add a batch's counters (e.g. ``time_lexical_s``) to its first row; the driver sums them."""
-    if rows:
-        t = json.loads(rows[0]["stats"]) if rows[0].get("stats") else {}
-        for k, v in values.items():
-            t[k] = t.get(k, 0) + v
-        rows[0]["stats"] = json.dumps(t)
-
-
-def add_judge_errors(row: dict, entries: Iterable[dict]) -> None:
-    """Append entries (``{judge, reason, raw?, undefined?, ...}``) to the row's ``judge_errors`` JSON list."""
-    entries = list(entries)
-    if entries:
-        errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
-        errs.extend(entries)
-        row["judge_errors"] = json.dumps(errs)
 
 
 def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[str], enabled: Iterable[str]) -> dict:
@@ -242,19 +221,3 @@ def null_metric(batch: pa.Table, *, metric: str, judge: str, reason: str) -> pa.
         row["metrics"] = json.dumps(m)
         add_judge_errors(row, [{"judge": judge, "reason": reason, "undefined": True}])
     return to_table(rows)
-
-
-def apply_per_record(rows: list[dict], stage: str, fn: Callable[[list[dict]], None]) -> None:
-    """Run ``fn`` on the error-free rows as one batch; if the batch fails, retry record by
-    record so that one bad record only fails itself (its error names ``stage``)."""
-    live = [r for r in rows if not r["error"]]
-    if not live:
-        return
-    try:
-        fn(live)
-    except Exception:  # noqa: BLE001
-        for r in live:
-            try:
-                fn([r])
-            except Exception as e:  # noqa: BLE001
-                r["error"] = error_json(stage, f"{type(e).__name__}: {e}")

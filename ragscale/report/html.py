@@ -733,14 +733,14 @@ def _relevant_judges(metric: str, judges: list[str]) -> set[str]:
 
 # ---------------------------------------------------------------- entry point
 
-def write_report(run_dir: str, out_path: str | None = None, *, worst_n: int = 5) -> str:
+def write_report(run_dir: str, out_path: str | None = None, *, worst_n: int = 5, run_info: dict | None = None) -> str:
     """Write the run's report (default ``<run_dir>/report.html``) and return its path."""
     from ragscale.errors import UserError
 
     path = check_run_dir(run_dir)
     if worst_n < 0:
         raise UserError(f"worst_n must be >= 0, got {worst_n}")
-    run = read_json(os.path.join(run_dir, "run.json"))
+    run = run_info if run_info is not None else read_json(os.path.join(run_dir, "run.json"))
     summary = read_json(os.path.join(run_dir, "summary.json"))
     summ_metrics = [m for m in (summary or {}).get("metrics") or [] if isinstance(m, str)] or None
     scan = _Scan(summ_metrics, worst_n)

@@ -23,13 +23,13 @@ import csv
 import json
 import os
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
-from ragscale.metrics.registry import MTRAG_STEPS, lookup
+from ragscale.metrics.registry import MTRAG_STEPS, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
 from ragscale.records import answer_of, answerability_of
 
 ALL = "ALL"
@@ -49,21 +49,6 @@ def turn_bucket(rec: dict) -> str | None:
     if not isinstance(t, int) or t < 1:
         return None
     return "1" if t == 1 else ">1"
-
-
-def record_scalar(name: str, value: Any) -> float | None:
-    """The per-record number a metric contributes to means (see module docstring)."""
-    if value is None:
-        return None
-    if isinstance(value, list):
-        vals = [float(v) for v in value if v is not None]
-        if not vals:
-            return None
-        spec = lookup(name)
-        if spec is not None and spec.per == "vector":  # e.g. per-passage UMBRELA grades: summarised by their mean metric
-            return None
-        return max(vals) if spec is not None and spec.per == "passage" else vals[0]
-    return float(value)
 
 
 class _Acc:

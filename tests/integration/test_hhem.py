@@ -142,6 +142,7 @@ def test_nli_actor_rows(tiny_hhem, scorer):
     import pyarrow as pa
 
     from ragscale.actors.nli import NLIActor
+    from ragscale.pipeline.stage import process_table
     from ragscale.records import ROW_SCHEMA, error_json
 
     long_passages = [("water is wet " + "w" * 50 + " ") * 100, ("The sky is blue " + "s" * 50 + " ") * 100]  # cut to 8192 chars
@@ -155,7 +156,7 @@ def test_nli_actor_rows(tiny_hhem, scorer):
     ]
     table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
     actor = NLIActor({"model": str(tiny_hhem[0]), "torch_threads": 1, "batch_size": 2, "device": "cpu"})
-    out = actor(table).to_pylist()
+    out = process_table(actor, "nli", table).to_pylist()
     assert [r["key"] for r in out] == [r["key"] for r in rows]
     by = {r["key"]: r for r in out}
 

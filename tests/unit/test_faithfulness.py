@@ -179,7 +179,10 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
     monkeypatch.setattr(judge_mod, "build", lambda kwargs: Engine())
     files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
     rows = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:8]), files=files, metrics=["Recall"])
-    out = judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite"))(rows).to_pylist()
+    from ragscale.pipeline.stage import process_table
+
+    out = process_table(judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite")), "judge",
+                        rows).to_pylist()
     with_passages = sum(1 for r in out if json.loads(r["raw"])["contexts"])
     assert 0 < with_passages < 8 and calls == [with_passages, with_passages]
     for r in out:
@@ -196,5 +199,6 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
     assert stats["judge_prompts"] == n and stats["judgeby|ragas_faithfulness|generations"] == n
     # the same batch again: both rounds come from the cache, nothing is generated
     calls.clear()
-    again = judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite"))(rows).to_pylist()
+    again = process_table(judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite")), "judge",
+                          rows).to_pylist()
     assert calls == [] and [r["metrics"] for r in again] == [r["metrics"] for r in out]

@@ -36,7 +36,13 @@ def actor_with(monkeypatch, tmp_path):
                 return [Generation(respond(p), 10, 3) for p in prompts]
 
         monkeypatch.setattr(judge_mod, "build", lambda kwargs: Engine())
-        return judge_mod.JudgeActor({}, judges, str(tmp_path / "c.sqlite"), max_retries=1)
+        from ragscale.pipeline.stage import process_table
+
+        class Actor(judge_mod.JudgeActor):  # called on an Arrow batch as the pipeline's adapter does
+            def __call__(self, table):
+                return process_table(self, "judge", table)
+
+        return Actor({}, judges, str(tmp_path / "c.sqlite"), max_retries=1)
 
     return make, calls
 

@@ -1,0 +1,135 @@
+"""The stage protocol and its Ray adapter.
+
+A stage is declared once (``Stage``): its name (the ``stage`` of a record's error and the
+``time_<name>_s`` counter), the worker that does the work, what it needs and produces, and
+its placement (an actor pool from ``cluster.<pool>``, or a CPU task). Workers are plain
+classes over records (ragscale/actors/): ``process(rows) -> counters``, rows changed in
+place, no Ray and no Arrow. This module owns the rest: Arrow conversion, per-record failure
+isolation, stats and restart counting, and one output row per input row (checked).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol
+
+import pyarrow as pa
+
+from ragscale.records import ROW_SCHEMA, error_json
+
+
+class Worker(Protocol):
+    """What a pipeline worker offers: process a batch of record rows in place, return counters."""
+
+    def process(self, rows: list[dict]) -> Mapping[str, float] | None: ...
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage, as the graph declares it (ragscale.pipeline.graph)."""
+
+    name: str
+    worker: Any  # a Worker class (actor pool), or a function(batch table, **kwargs) -> table (CPU task)
+    kwargs: Mapping[str, Any] = field(default_factory=dict)  # constructor or function keyword arguments
+    needs: frozenset[str] = frozenset()  # metrics (or "details:<judge>") read from earlier stages
+    produces: frozenset[str] = frozenset()  # metrics (or "details:<judge>") written
+    pool: Mapping[str, Any] | None = None  # cluster.<pool> of an actor pool; None: a CPU task
+    batch_size: int | None = 256
+    num_cpus: float = 0.1  # of a CPU task
+    restart_counter: str | None = None  # run.json counter of the pool's actor restarts
+
+
+def to_table(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+
+
+def add_stats(rows: list[dict], **values: float) -> None:
+    """Add a batch's counters (e.g. ``time_lexical_s``) to its first row; the driver sums them."""
+    if rows:
+        t = json.loads(rows[0]["stats"]) if rows[0].get("stats") else {}
+        for k, v in values.items():
+            t[k] = t.get(k, 0) + v
+        rows[0]["stats"] = json.dumps(t)
+
+
+def apply_per_record(rows: list[dict], stage: str, fn: Callable[[list[dict]], None]) -> None:
+    """Run ``fn`` on the error-free rows as one batch; if the batch fails, retry record by
+    record so that one bad record only fails itself (its error names ``stage``)."""
+    live = [r for r in rows if not r["error"]]
+    if not live:
+        return
+    try:
+        fn(live)
+    except Exception:  # noqa: BLE001
+        for r in live:
+            try:
+                fn([r])
+            except Exception as e:  # noqa: BLE001
+                r["error"] = error_json(stage, f"{type(e).__name__}: {e}")
+
+
+def process_rows(worker: Worker, stage: str, rows: list[dict]) -> None:
+    """Run ``worker`` over ``rows`` with per-record failure isolation; the batch's counters
+    (and its compute seconds, ``time_<stage>_s``) go to the first row's stats."""
+    t0 = time.perf_counter()
+    counters: dict[str, float] = defaultdict(float)
+
+    def run(rs: list[dict]) -> None:
+        for k, v in (worker.process(rs) or {}).items():  # counted once the (sub)batch succeeded
+            counters[k] += v
+
+    apply_per_record(rows, stage, run)
+    add_stats(rows, **{f"time_{stage}_s": time.perf_counter() - t0}, **counters)
+
+
+def process_table(worker: Worker, stage: str, batch: pa.Table) -> pa.Table:
+    """``process_rows`` over an Arrow batch: one output row per input row, checked."""
+    rows = batch.to_pylist()
+    process_rows(worker, stage, rows)
+    if len(rows) != batch.num_rows:
+        raise RuntimeError(f"stage {stage}: {len(rows)} rows out for {batch.num_rows} in")
+    return to_table(rows)
+
+
+def actor_class(stage: Stage) -> type:
+    """The Ray Data callable class of an actor-pool stage. An instance whose process is a
+    restart of one that died (Ray's ``max_restarts``: its node lost, a crash, an OOM kill)
+    adds ``restart_counter: 1`` to the stats of the first batch it returns (a lower bound:
+    a restart whose every batch is lost again is not counted)."""
+    worker_cls, name, counter = stage.worker, stage.name, stage.restart_counter
+
+    class Adapter:
+        def __init__(self, **kwargs: Any):
+            self.worker = worker_cls(**kwargs)
+            import warnings
+
+            import ray
+
+            with warnings.catch_warnings():  # it reads the deprecated RuntimeContext.actor_id
+                warnings.simplefilter("ignore")
+                self._restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+
+        def __call__(self, batch: pa.Table) -> pa.Table:
+            rows = batch.to_pylist()
+            process_rows(self.worker, name, rows)
+            if self._restarted and counter and rows:
+                self._restarted = False
+                add_stats(rows, **{counter: 1})
+            if len(rows) != batch.num_rows:
+                raise RuntimeError(f"stage {name}: {len(rows)} rows out for {batch.num_rows} in")
+            return to_table(rows)
+
+    # Ray Data names the stage after the class: keep "MapBatches(EncoderActor)" etc.
+    Adapter.__name__, Adapter.__qualname__, Adapter.__doc__ = worker_cls.__name__, worker_cls.__qualname__, worker_cls.__doc__
+    return Adapter
+
+
+def sum_stats(rows: Iterable[dict], into: dict[str, float]) -> None:
+    """Add the counters carried by ``rows`` (their ``stats`` JSON) to ``into``."""
+    for r in rows:
+        if r.get("stats"):
+            for k, v in json.loads(r["stats"]).items():
+                into[k] = into.get(k, 0) + v

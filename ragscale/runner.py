@@ -1,0 +1,165 @@
+"""Execute a run plan: scan inputs, resume, stream the records through Ray, write outputs.
+
+scan (pointers, sweep order, ``limit``) -> resume state (finished keys of records.jsonl)
+-> Ray pipeline (ragscale.pipeline) -> records.jsonl as records finish -> consistency ->
+summary + records.parquet in one pass -> report sinks (leaderboard, open-rag-eval CSV,
+agreement, HTML) -> run.json, written once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from typing import Any, Callable
+
+from ragscale.plan import RunPlan, plan_run
+from ragscale.provenance import run_info as build_run_info
+
+Printer = Callable[[str], None]
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer) -> tuple:
+    """Stream ``todo`` through the Ray pipeline into ``writer``; returns (failure, ray_info, stats).
+    Ray is shut down afterwards only when this call started it."""
+    from ragscale.pipeline.execute import Progress, init_ray, run_pipeline
+    from ragscale.records import output_record
+
+    failure, ray_info, stats, started = None, {}, {}, False
+    try:
+        if todo:
+            import ray
+
+            started = not ray.is_initialized()
+            ray_info = init_ray(plan.cluster)
+            progress = Progress(len(todo), cfg.progress_interval_s, printer)
+
+            def on_rows(rows: list[dict]) -> None:
+                before = writer.errors
+                writer.write(output_record(r) for r in rows)
+                progress.update(len(rows), writer.errors - before)
+
+            stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars)
+            progress.emit()
+    except KeyboardInterrupt:
+        failure = "interrupted"
+    except Exception as e:  # noqa: BLE001 - reported as a one-line failure, records so far are kept
+        failure = _one_line(e)
+    finally:
+        writer.close()
+        if started and "ray" in sys.modules:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+    return failure, ray_info, stats
+
+
+def _scan(cfg: Any, plan: RunPlan, out_dir: str) -> tuple:
+    """(plan with CSVs normalized, pointers of the run, finished keys, pointers still to do)."""
+    from ragscale.io.inputs import PointerArray, materialize_csv
+    from ragscale.io.output import RecordKeys, finished_keys
+
+    plan = replace(plan, files=tuple(materialize_csv(list(plan.files), out_dir)))
+    # Every model's answer to a task side by side (across files of a sweep, or inside one
+    # file holding several models): shared texts are encoded once and judge prompts share
+    # their prefix. `limit` then keeps whole tasks. Pointers and finished keys are numpy
+    # columns, so the driver's memory does not grow with the number of records.
+    pointers = PointerArray.scan(list(plan.files), with_tasks=True).ordered_for_sweep()
+    if cfg.limit is not None:
+        pointers = pointers[: cfg.limit]
+    keys = RecordKeys(list(plan.files), pointers)
+    for key in finished_keys(out_dir):
+        keys.add(key)
+    return plan, pointers, keys, pointers[~keys.done_mask(pointers)]
+
+
+def _consistency(plan: RunPlan, out_dir: str) -> tuple[dict | None, str | None]:
+    """Consistency across repeated runs (step ``consistency``): (summary block, failure)."""
+    try:
+        from ragscale.pipeline.consistency import run_consistency
+
+        return run_consistency(out_dir, list(plan.metrics), plan.encoder_kwargs, plan.baseline, plan.cluster), None
+    except Exception as e:  # noqa: BLE001 - the records are kept; the run is marked failed
+        return None, f"consistency: {type(e).__name__}: {e}"
+
+
+def _summarize(plan: RunPlan, out_dir: str, consistency: dict | None) -> tuple[dict, str | None]:
+    from ragscale.report.summary import finalize
+
+    try:
+        return finalize(out_dir, list(plan.metrics) + plan.panel_columns(), consistency=consistency), None
+    except Exception as e:  # noqa: BLE001 - records.jsonl is complete; re-running rewrites the summary
+        return {"metrics": list(plan.metrics), "models": {}, "overall": None}, f"summary: {_one_line(e)}"
+
+
+def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -> int:
+    """Run one evaluation from a composed config; returns the process exit code (0 ok,
+    1 failed: a re-run of the same command resumes). ``output_dir`` overrides the config's."""
+    t_start = time.time()
+    plan = plan_run(cfg)
+    out_dir = os.path.abspath(output_dir or cfg.output_dir)
+    from ragscale.io.output import RecordWriter, prepare
+
+    prepare(out_dir, plan.fingerprint(), resume=cfg.resume, overwrite=cfg.overwrite)
+    t0 = time.time()
+    plan, pointers, keys, todo = _scan(cfg, plan, out_dir)
+    timings = {"scan": time.time() - t0}
+    printer(f"[ragscale] scenario={plan.scenario} steps={','.join(plan.steps)} files={len(plan.files)} "
+            f"records={len(pointers)} already_done={len(pointers) - len(todo)} output_dir={out_dir}")
+    if plan.nli_unavailable:
+        printer(f"[ragscale] warning: {plan.nli_unavailable}. hhem will be null for every record; set "
+                "hallucination.model=/path/to/hallucination_evaluation_model, or hallucination.judge_fallback=true "
+                "for a judge-based factual_consistency_judge (a different metric)")
+    writer = RecordWriter(out_dir, keys)
+    t1 = time.time()
+    failure, ray_info, stats = _stream(cfg, plan, todo, writer, printer)
+    timings["pipeline_wall"] = time.time() - t1
+    consistency, t3 = None, time.time()
+    if "consistency" in plan.steps and not failure:
+        consistency, failure = _consistency(plan, out_dir)
+    timings["consistency"] = time.time() - t3
+    t2 = time.time()
+    summary, summary_failure = _summarize(plan, out_dir, consistency)
+    failure = failure or summary_failure
+    timings["finalize"] = time.time() - t2
+    missing = len(pointers) - keys.expected_done()
+    timings["total"] = time.time() - t_start
+    records = {"in": len(pointers), "resumed": len(pointers) - len(todo), "written_this_run": writer.written,
+               "out": keys.expected_done(), "errored": sum(d["errors"] for d in summary["models"].values()),
+               "missing": missing, "duplicates_dropped": writer.duplicates}
+    info = build_run_info(cfg, plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
+                          ray_info=ray_info, records=records)
+    from ragscale.report.sinks import write_reports
+
+    info["outputs"] = write_reports(cfg, plan, out_dir, summary, info, printer)
+    with open(os.path.join(out_dir, "run.json"), "w") as fh:
+        json.dump(info, fh, indent=2, default=str)
+    _print_end(cfg, out_dir, summary, info, printer)
+    return 1 if failure or missing else 0
+
+
+def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Printer) -> None:
+    """The per-model table and the closing lines: what was written and what to open."""
+    from ragscale.report.summary import format_table
+
+    if cfg.print_summary and summary["models"]:
+        printer("")
+        printer(format_table(summary))
+    rec = info["records"]
+    printer(f"\n[ragscale] {rec['out']}/{rec['in']} records in {out_dir}/records.jsonl "
+            f"({rec['errored']} with errors), {info['timings_s']['total']:.1f}s")
+    if info["outputs"].get("leaderboard"):
+        printer(f"[ragscale] leaderboard ({len(summary['models'])} model(s)): {os.path.join(out_dir, 'leaderboard.md')}")
+    if info["failure"] or rec["missing"]:
+        printer(f"[ragscale] run failed: {info['failure'] or str(rec['missing']) + ' records missing'}; "
+                "re-run the same command to resume")
+    elif info["outputs"].get("html_report"):
+        printer(f"[ragscale] open {os.path.join(out_dir, info['outputs']['html_report'])}")
