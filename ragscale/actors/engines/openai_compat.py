@@ -18,7 +18,8 @@ errors, timeouts, 408/409/429 and 5xx; any other 4xx, or a prompt still failing 
 ``max_attempts``, becomes that prompt's ``Generation.error`` (the call never raises for one
 bad prompt). The first retry of a call is logged as a warning (logger ``ragscale.judge``: on a
 cluster it lands in the judge actor's log and on the driver's console), so that an endpoint
-that is down shows itself while the run waits for it, not only in the records' errors.
+that is down shows itself while the run waits for it, not only in the records' errors. The HTTP
+side (retries, backoff, error classification, redaction) is in ``openai_http``.
 
 ``response_format`` (how the JSON schema is sent):
 
@@ -39,19 +40,17 @@ that is down shows itself while the run waits for it, not only in the records' e
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
 import logging
 import os
-import random
 import re
-import time
-from typing import Any, Iterable, Mapping, Sequence
-from urllib.parse import quote, urlparse
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlparse
 
 from ragscale.actors.engines import Generation, safe_messages
-from ragscale.config import looks_like_env_name, looks_like_secret, redact_secret_shapes
+from ragscale.actors.engines.openai_http import BadResponse, RetryingHTTP, redact, run_sync
+from ragscale.actors.engines.openai_http import secret_variants  # noqa: F401 - imported from here by callers
+from ragscale.config import looks_like_env_name, looks_like_secret
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 
@@ -77,7 +76,6 @@ OPTIONS = {
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object_schema", "json_object", "none")
 _OPENAI_MODEL = re.compile(r"^(gpt-|chatgpt-|o\d|ft:gpt-|ft:o\d)", re.I)
 _SECRET_HEADER = re.compile(r"(authorization|api[-_]?key|secret|token|password|cookie)", re.I)
-_RETRY_STATUS = {408, 409, 429}
 # JSON-schema keywords OpenAI's strict mode rejects (the rest of the judges' schemas is allowed)
 _STRICT_DROP = ("minLength", "maxLength")
 
@@ -96,15 +94,18 @@ def _is_azure(url: str) -> bool:
     return _host(url).endswith(".azure.com")
 
 
-def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
-    """Check the options (one-line UserErrors) and return the Engine's kwargs: never the key."""
-    kw = {**OPTIONS, **{k: v for k, v in options.items() if v is not None}}  # null: the default
+def _model(conf: Mapping[str, Any]) -> str:
     model = str(conf.get("model") or "").strip()
     if not model or model.startswith("package:"):
         raise UserError(
             f"judge engine 'openai' needs judge.model set to the served model's name (e.g. gpt-4o-mini), got {model!r}"
         )
-    base_url = kw["base_url"]
+    return model
+
+
+def _base_url(base_url: Any, model: str) -> str:
+    """The endpoint's base URL (OpenAI's for an OpenAI model without one), without a trailing
+    ``/chat/completions``."""
     if not base_url:
         if not _OPENAI_MODEL.match(model):
             raise UserError(
@@ -117,7 +118,12 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
         base_url = base_url[: -len("/chat/completions")]
     if urlparse(base_url).scheme not in ("http", "https") or not _host(base_url):
         raise UserError(f"judge.options.base_url must be an http(s) URL, got {base_url!r}")
-    env = kw["api_key_env"]
+    return base_url
+
+
+def _key_env(env: Any, base_url: str) -> str:
+    """``api_key_env`` checked to be a variable's name (a key is refused unshown) that is set
+    where the endpoint needs a key."""
     if not looks_like_env_name(env):
         shown = f", got {env!r}" if isinstance(env, str) and len(env) <= 40 and not looks_like_secret(env) \
             and not re.search(r"[A-Za-z0-9]{16,}", env) else " (the value given is not shown: it may be a key)"
@@ -130,38 +136,22 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
             f"judge engine 'openai': environment variable {env} (judge.options.api_key_env) is not set; "
             f"{_host(base_url)} needs an API key"
         )
+    return env
 
-    def _num(name: str, cast: type, low: float) -> Any:
-        try:
-            v = cast(kw[name])
-        except (TypeError, ValueError):
-            raise UserError(f"judge.options.{name} must be a number, got {kw[name]!r}") from None
-        if v < low:
-            raise UserError(f"judge.options.{name} must be >= {low}, got {v}")
-        return v
 
-    out = {
-        "model": model,
-        "base_url": base_url,
-        "api_key_env": env,
-        "api_version": str(kw["api_version"]) if kw["api_version"] else None,
-        "seed": int(conf.get("seed") or 0),
-        "concurrency": _num("concurrency", int, 1),
-        "timeout_s": _num("timeout_s", float, 0.001),
-        "max_attempts": _num("max_attempts", int, 1),
-        "backoff_s": _num("backoff_s", float, 0),
-        "backoff_max_s": _num("backoff_max_s", float, 0),
-        "strict": bool(kw["strict"]),
-    }
-    rf = str(kw["response_format"])
-    if rf not in RESPONSE_FORMATS:
-        raise UserError(f"judge.options.response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {rf!r}")
-    out["response_format"] = rf
-    if kw["max_tokens_param"] not in ("max_tokens", "max_completion_tokens"):
-        raise UserError(
-            f"judge.options.max_tokens_param must be max_tokens or max_completion_tokens, got {kw['max_tokens_param']!r}"
-        )
-    out["max_tokens_param"] = kw["max_tokens_param"]
+def _num(kw: Mapping[str, Any], name: str, cast: type, low: float) -> Any:
+    try:
+        v = cast(kw[name])
+    except (TypeError, ValueError):
+        raise UserError(f"judge.options.{name} must be a number, got {kw[name]!r}") from None
+    if v < low:
+        raise UserError(f"judge.options.{name} must be >= {low}, got {v}")
+    return v
+
+
+def _extras(kw: Mapping[str, Any]) -> dict:
+    """``extra_body`` and ``extra_headers`` as dicts; a header that may carry a secret is refused."""
+    out = {}
     for name in ("extra_body", "extra_headers"):
         if not isinstance(kw[name] or {}, Mapping):
             raise UserError(f"judge.options.{name} must be a mapping, got {type(kw[name]).__name__}")
@@ -173,6 +163,38 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
                 f"environment variable named by judge.options.api_key_env"
             )
         out["extra_headers"][h] = str(v)
+    return out
+
+
+def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
+    """Check the options (one-line UserErrors) and return the Engine's kwargs: never the key."""
+    kw = {**OPTIONS, **{k: v for k, v in options.items() if v is not None}}  # null: the default
+    model = _model(conf)
+    base_url = _base_url(kw["base_url"], model)
+    env = _key_env(kw["api_key_env"], base_url)
+    out = {
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": env,
+        "api_version": str(kw["api_version"]) if kw["api_version"] else None,
+        "seed": int(conf.get("seed") or 0),
+        "concurrency": _num(kw, "concurrency", int, 1),
+        "timeout_s": _num(kw, "timeout_s", float, 0.001),
+        "max_attempts": _num(kw, "max_attempts", int, 1),
+        "backoff_s": _num(kw, "backoff_s", float, 0),
+        "backoff_max_s": _num(kw, "backoff_max_s", float, 0),
+        "strict": bool(kw["strict"]),
+    }
+    rf = str(kw["response_format"])
+    if rf not in RESPONSE_FORMATS:
+        raise UserError(f"judge.options.response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {rf!r}")
+    out["response_format"] = rf
+    if kw["max_tokens_param"] not in ("max_tokens", "max_completion_tokens"):
+        raise UserError(
+            f"judge.options.max_tokens_param must be max_tokens or max_completion_tokens, got {kw['max_tokens_param']!r}"
+        )
+    out["max_tokens_param"] = kw["max_tokens_param"]
+    out.update(_extras(kw))
     return out
 
 
@@ -191,78 +213,7 @@ def strict_schema(schema: Any) -> Any:
     return out
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date), if any."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    ra = headers.get("retry-after")
-    if not ra:
-        return None
-    try:
-        return max(0.0, float(ra))
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(ra)
-            return max(0.0, when.timestamp() - time.time())
-        except (TypeError, ValueError, IndexError):
-            return None
-
-
-def _excerpt(text: str, n: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n] + "..."
-
-
-# a credential after an HTTP auth scheme: 8+ token characters with a digit ("Basic auth failed" stays)
-_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{8,}")
-
-
-def secret_variants(secret: str) -> list[str]:
-    """The forms a secret takes in text that quotes it: as is, stripped, JSON- and
-    Python-escaped, URL-encoded; longest first, none shorter than 4 characters."""
-    forms = {secret, secret.strip()}
-    for s in list(forms):
-        forms.update({json.dumps(s)[1:-1], repr(s)[1:-1], quote(s, safe="")})
-    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
-
-
-def redact(text: str, secrets: Iterable[str] = (), shapes: bool = True) -> str:
-    """``text`` with the given secrets (in every form of ``secret_variants``) replaced by
-    ``***``; with ``shapes``, also any credential after ``Bearer``/``Basic`` and any string of
-    an API key's shape (for error texts; a model's answer keeps its words)."""
-    text = str(text)
-    for secret in secrets:
-        if secret:
-            for form in secret_variants(secret):
-                text = text.replace(form, "***")
-    if not shapes:
-        return text
-    text = _CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + "***", text)
-    return redact_secret_shapes(text)
-
-
-class _Retryable(Exception):
-    """One failed attempt worth retrying: a description and an optional server-given delay."""
-
-    def __init__(self, what: str, retry_after: float | None = None):
-        super().__init__(what)
-        self.what = what
-        self.retry_after = retry_after
-
-
-class _Fatal(Exception):
-    """A failure that retrying cannot fix (a 4xx other than 408/409/429)."""
-
-
-class _BadResponse(Exception):
-    """A 200 answer without usable content (no choices, a refusal): not retried."""
-
-
-class Engine:
+class Engine(RetryingHTTP):
     """Chat completions over HTTP (httpx, asyncio): prompts of a call overlap, ``concurrency`` at a time.
 
     ``last_stats`` (the latest ``generate`` call) and ``total_stats`` (the engine's life) count
@@ -367,48 +318,7 @@ class Engine:
             headers[self.key_header] = key if self.key_header == "api-key" else f"Bearer {key}"
         return headers
 
-    def _scrub(self, text: str) -> str:
-        """``text`` without the key or anything that looks like a credential (servers sometimes
-        echo the request's headers): see ``redact``."""
-        return redact(text, [os.environ.get(self.api_key_env) or ""])
-
-    def _clip(self, text: str, n: int = 300) -> str:
-        """An excerpt of a server's or the HTTP stack's text, redacted before it is cut (a cut
-        through the key would otherwise leave a prefix of it that no longer matches)."""
-        return _excerpt(self._scrub(text), n)
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.backoff_max_s)
-        d = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
-        return d * (0.5 + random.random() / 2)
-
-    # -- one prompt -------------------------------------------------------------------
-
-    async def _post(self, client: Any, body: dict, stats: dict) -> dict:
-        import httpx
-
-        stats["requests"] += 1
-        try:
-            r = await client.post(self.url, json=body, params=self.params or None)
-        except httpx.TimeoutException as e:
-            raise _Retryable(f"timeout after {self.timeout_s:g}s ({type(e).__name__})") from None
-        except httpx.TransportError as e:  # connection refused/reset, DNS, protocol errors
-            raise _Retryable(f"{type(e).__name__}: {self._clip(str(e), 200) or 'connection failed'}") from None
-        if r.status_code == 200:
-            try:
-                return r.json()
-            except ValueError:
-                raise _Retryable(f"HTTP 200 with a non-JSON body: {self._clip(r.text, 200)}") from None
-        text = self._clip(r.text)
-        if r.status_code == 429:
-            stats["rate_limited"] += 1
-        if r.status_code in _RETRY_STATUS or r.status_code >= 500:
-            raise _Retryable(f"HTTP {r.status_code}: {text}", _retry_after(r.headers))
-        if r.status_code in (401, 403):
-            state = "set" if os.environ.get(self.api_key_env) else "not set"
-            text += f" (the key comes from ${self.api_key_env}: {state} on this node)"
-        raise _Fatal(f"HTTP {r.status_code}: {text}")
+    # -- answers and response_format fallback (hooks of RetryingHTTP) -------------------
 
     def _switched(self, mode: str, msg: str) -> bool:
         """Whether the request should be sent again at once in another response_format: another
@@ -428,73 +338,22 @@ class Engine:
             return True
         return False
 
-    async def _one(self, client: Any, sem: asyncio.Semaphore, prompt: JudgePrompt, temperature: float, seed: int,
-                   stats: dict) -> Generation:
-        last, attempt = "no attempt", 0
-        async with sem:
-            while attempt < self.max_attempts:
-                attempt += 1
-                mode = self._mode_now
-                retry, after = False, None
-                try:
-                    data = await self._post(client, self._body(prompt, temperature, seed, mode), stats)
-                    return self._generation(data)
-                except _Retryable as e:
-                    last, retry, after = e.what, True, e.retry_after
-                except (_Fatal, _BadResponse) as e:
-                    last = str(e)
-                except Exception as e:  # noqa: BLE001 - one prompt's failure never fails the call
-                    last = f"{type(e).__name__}: {self._clip(str(e), 200)}"
-                if self._switched(mode, last):
-                    attempt -= 1  # not the endpoint's fault: ask again at once
-                    continue
-                if not retry:
-                    break
-                if attempt < self.max_attempts:
-                    delay = self._delay(attempt, after)
-                    if not self._warned:
-                        self._warned = True
-                        log.warning(self._scrub(
-                            f"openai engine: {self.url}: {last}; retrying with backoff "
-                            f"(up to {self.max_attempts} attempts per prompt)"))
-                    stats["http_retries"] += 1
-                    stats["backoff_s"] += delay
-                    await asyncio.sleep(delay)
-        stats["http_errors"] += 1
-        tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
-        return Generation("", error=self._scrub(f"openai engine: {self.url}: {last} ({tries})"))
-
     def _generation(self, data: Any) -> Generation:
         try:
             choice = data["choices"][0]
             msg = choice.get("message") or {}
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise _BadResponse(f"response without choices: {self._clip(json.dumps(data), 200)}") from None
+            raise BadResponse(f"response without choices: {self._clip(json.dumps(data), 200)}") from None
         content = msg.get("content")
         if content is None:
             reason = msg.get("refusal") or choice.get("finish_reason") or "no content"
-            raise _BadResponse(f"no content in the response ({self._clip(str(reason), 200)})")
+            raise BadResponse(f"no content in the response ({self._clip(str(reason), 200)})")
         usage = data.get("usage") or {}
         # the key itself never reaches a record or the judge cache, even from a server that echoes it
         content = redact(str(content), [os.environ.get(self.api_key_env) or ""], shapes=False)
         return Generation(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
 
     # -- a call -----------------------------------------------------------------------
-
-    async def _agenerate(self, prompts: Sequence[JudgePrompt], temperature: float, seed: int,
-                         stats: dict) -> list[Generation]:
-        import httpx
-
-        sem = asyncio.Semaphore(self.concurrency)
-        timeout = httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0))
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        async with httpx.AsyncClient(headers=self._headers(), timeout=timeout, limits=limits) as client:
-            # prefix-sorted submission: a server with prefix caching reuses shared prompt heads
-            order = sorted(range(len(prompts)), key=lambda i: prompts[i].text())
-            tasks = {i: asyncio.ensure_future(self._one(client, sem, prompts[i], temperature, seed, stats))
-                     for i in order}
-            await asyncio.gather(*tasks.values())
-            return [tasks[i].result() for i in range(len(prompts))]
 
     def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0,
                  seed: int | None = None) -> list[Generation]:
@@ -504,16 +363,8 @@ class Engine:
         self._warned = False
         if not prompts:
             return []
-        coro = self._agenerate(list(prompts), temperature, self.seed if seed is None else int(seed), stats)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            out = asyncio.run(coro)
-        else:  # called from inside an event loop (an async actor, a notebook): use a private one
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(1) as ex:
-                out = ex.submit(asyncio.run, coro).result()
+        # from inside an event loop (an async actor, a notebook) this runs on a private one
+        out = run_sync(self._agenerate(list(prompts), temperature, self.seed if seed is None else int(seed), stats))
         stats["backoff_s"] = round(stats["backoff_s"], 3)
         if stats["http_errors"]:
             log.warning("openai engine: %s: %d of %d prompts failed (their records carry the error)",

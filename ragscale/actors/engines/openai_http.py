@@ -1,0 +1,242 @@
+"""HTTP side of the OpenAI-compatible engine (``openai_compat``): the retrying client, backoff,
+error classification and redaction.
+
+A request is retried (exponential backoff with jitter, ``Retry-After`` honoured) on
+connection errors, timeouts, 408/409/429 and 5xx (``Retryable``); any other 4xx is ``Fatal``
+and a 200 answer without usable content is a ``BadResponse``: neither is retried. Every text
+that comes back from the server or the HTTP stack is passed through ``redact`` before it is
+cut to an excerpt, so that neither the key nor a prefix of it reaches a record or a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import time
+from typing import Any, Coroutine, Iterable, Mapping, Sequence
+from urllib.parse import quote
+
+from ragscale.actors.engines import Generation
+from ragscale.config import redact_secret_shapes
+from ragscale.judges.base import JudgePrompt
+
+log = logging.getLogger("ragscale.judge")
+RETRY_STATUS = {408, 409, 429}
+# a credential after an HTTP auth scheme: 8+ token characters with a digit ("Basic auth failed" stays)
+_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{8,}")
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date), if any."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(ra)
+            return max(0.0, when.timestamp() - time.time())
+        except (TypeError, ValueError, IndexError):
+            return None
+
+
+def excerpt(text: str, n: int = 300) -> str:
+    """``text`` on one line (whitespace runs collapsed), cut to ``n`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def secret_variants(secret: str) -> list[str]:
+    """The forms a secret takes in text that quotes it: as is, stripped, JSON- and
+    Python-escaped, URL-encoded; longest first, none shorter than 4 characters."""
+    forms = {secret, secret.strip()}
+    for s in list(forms):
+        forms.update({json.dumps(s)[1:-1], repr(s)[1:-1], quote(s, safe="")})
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str] = (), shapes: bool = True) -> str:
+    """``text`` with the given secrets (in every form of ``secret_variants``) replaced by
+    ``***``; with ``shapes``, also any credential after ``Bearer``/``Basic`` and any string of
+    an API key's shape (for error texts; a model's answer keeps its words)."""
+    text = str(text)
+    for secret in secrets:
+        if secret:
+            for form in secret_variants(secret):
+                text = text.replace(form, "***")
+    if not shapes:
+        return text
+    text = _CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + "***", text)
+    return redact_secret_shapes(text)
+
+
+class Retryable(Exception):
+    """One failed attempt worth retrying: a description and an optional server-given delay."""
+
+    def __init__(self, what: str, retry_after: float | None = None):
+        super().__init__(what)
+        self.what = what
+        self.retry_after = retry_after
+
+
+class Fatal(Exception):
+    """A failure that retrying cannot fix (a 4xx other than 408/409/429)."""
+
+
+class BadResponse(Exception):
+    """A 200 answer without usable content (no choices, a refusal): not retried."""
+
+
+def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to its end from synchronous code; from inside a running event loop (an
+    async actor, a notebook) it runs on a private loop in a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as ex:
+        return ex.submit(asyncio.run, coro).result()
+
+
+class RetryingHTTP:
+    """Base of the engine: its prompts POSTed over httpx with retries, ``concurrency`` at a time.
+
+    The subclass sets ``url``, ``params``, ``api_key_env``, ``timeout_s``, ``concurrency``,
+    ``max_attempts``, ``backoff_s``, ``backoff_max_s``, ``_warned`` (the current call's first
+    retry was logged) and ``_mode_now`` (the request variant now sent), and provides
+    ``_headers()``, ``_body(prompt, temperature, seed, mode)``, ``_generation(data)`` and
+    ``_switched(mode, msg)`` (whether a failure was the variant's fault: asked again at once).
+    ``stats`` counts ``requests``, ``http_retries``, ``rate_limited``, ``http_errors`` and
+    ``backoff_s``.
+    """
+
+    url: str
+    params: dict
+    api_key_env: str
+    timeout_s: float
+    concurrency: int
+    max_attempts: int
+    backoff_s: float
+    backoff_max_s: float
+    _warned: bool
+    _mode_now: str
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without the key or anything that looks like a credential (servers sometimes
+        echo the request's headers): see ``redact``."""
+        return redact(text, [os.environ.get(self.api_key_env) or ""])
+
+    def _clip(self, text: str, n: int = 300) -> str:
+        """An excerpt of a server's or the HTTP stack's text, redacted before it is cut (a cut
+        through the key would otherwise leave a prefix of it that no longer matches)."""
+        return excerpt(self._scrub(text), n)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max_s)
+        d = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
+        return d * (0.5 + random.random() / 2)
+
+    async def _post(self, client: Any, body: dict, stats: dict) -> dict:
+        import httpx
+
+        stats["requests"] += 1
+        try:
+            r = await client.post(self.url, json=body, params=self.params or None)
+        except httpx.TimeoutException as e:
+            raise Retryable(f"timeout after {self.timeout_s:g}s ({type(e).__name__})") from None
+        except httpx.TransportError as e:  # connection refused/reset, DNS, protocol errors
+            raise Retryable(f"{type(e).__name__}: {self._clip(str(e), 200) or 'connection failed'}") from None
+        if r.status_code == 200:
+            try:
+                return r.json()
+            except ValueError:
+                raise Retryable(f"HTTP 200 with a non-JSON body: {self._clip(r.text, 200)}") from None
+        text = self._clip(r.text)
+        if r.status_code == 429:
+            stats["rate_limited"] += 1
+        if r.status_code in RETRY_STATUS or r.status_code >= 500:
+            raise Retryable(f"HTTP {r.status_code}: {text}", retry_after(r.headers))
+        if r.status_code in (401, 403):
+            state = "set" if os.environ.get(self.api_key_env) else "not set"
+            text += f" (the key comes from ${self.api_key_env}: {state} on this node)"
+        raise Fatal(f"HTTP {r.status_code}: {text}")
+
+    async def _one(self, client: Any, sem: asyncio.Semaphore, prompt: JudgePrompt, temperature: float, seed: int,
+                   stats: dict) -> Generation:
+        last, attempt = "no attempt", 0
+        async with sem:
+            while attempt < self.max_attempts:
+                attempt += 1
+                mode = self._mode_now
+                retry, after = False, None
+                try:
+                    data = await self._post(client, self._body(prompt, temperature, seed, mode), stats)
+                    return self._generation(data)
+                except Retryable as e:
+                    last, retry, after = e.what, True, e.retry_after
+                except (Fatal, BadResponse) as e:
+                    last = str(e)
+                except Exception as e:  # noqa: BLE001 - one prompt's failure never fails the call
+                    last = f"{type(e).__name__}: {self._clip(str(e), 200)}"
+                if self._switched(mode, last):
+                    attempt -= 1  # not the endpoint's fault: ask again at once
+                    continue
+                if not retry:
+                    break
+                if attempt < self.max_attempts:
+                    delay = self._delay(attempt, after)
+                    if not self._warned:
+                        self._warned = True
+                        log.warning(self._scrub(
+                            f"openai engine: {self.url}: {last}; retrying with backoff "
+                            f"(up to {self.max_attempts} attempts per prompt)"))
+                    stats["http_retries"] += 1
+                    stats["backoff_s"] += delay
+                    await asyncio.sleep(delay)
+        stats["http_errors"] += 1
+        tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
+        return Generation("", error=self._scrub(f"openai engine: {self.url}: {last} ({tries})"))
+
+    async def _agenerate(self, prompts: Sequence[JudgePrompt], temperature: float, seed: int,
+                         stats: dict) -> list[Generation]:
+        import httpx
+
+        sem = asyncio.Semaphore(self.concurrency)
+        timeout = httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0))
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        async with httpx.AsyncClient(headers=self._headers(), timeout=timeout, limits=limits) as client:
+            # prefix-sorted submission: a server with prefix caching reuses shared prompt heads
+            order = sorted(range(len(prompts)), key=lambda i: prompts[i].text())
+            tasks = {i: asyncio.ensure_future(self._one(client, sem, prompts[i], temperature, seed, stats))
+                     for i in order}
+            await asyncio.gather(*tasks.values())
+            return [tasks[i].result() for i in range(len(prompts))]
+
+    # hooks of the subclass (request building and answer parsing)
+
+    def _headers(self) -> dict:
+        raise NotImplementedError
+
+    def _body(self, prompt: JudgePrompt, temperature: float, seed: int, mode: str) -> dict:
+        raise NotImplementedError
+
+    def _generation(self, data: Any) -> Generation:
+        raise NotImplementedError
+
+    def _switched(self, mode: str, msg: str) -> bool:
+        raise NotImplementedError
