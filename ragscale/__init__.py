@@ -1,3 +1,18 @@
-"""ragscale: a distributed, Ray-based scale-out evaluator for retrieval-augmented generation."""
+"""ragscale: a distributed, Ray-based scale-out evaluator for retrieval-augmented generation.
+
+``ragscale.evaluate(data, scenario="mtrag") -> Run`` and ``ragscale.load(run_dir) -> Run``
+(ragscale.api); the ``ragscale`` command does the same from a shell.
+"""
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["evaluate", "load", "Run", "__version__"]
+
+
+def __getattr__(name: str) -> Any:  # the API imports lazily: `import ragscale` stays light for Ray workers
+    if name in ("evaluate", "load", "Run"):
+        from ragscale import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ragscale' has no attribute {name!r}")

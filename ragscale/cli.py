@@ -30,7 +30,7 @@ _SWEEP_SPLIT = re.compile(r"[,()\[\]{}\s]+")
 _BARE_FLAGS = ("-m", "--multirun", "-r", "--run", "--resolve", "-h", "--help", "--hydra-help", "--version")
 
 
-def _secret_override(arg: str) -> str | None:
+def secret_override(arg: str) -> str | None:
     """The key of a ``key=value`` argument whose key or value (any value of a sweep) is or
     looks like a secret; None otherwise."""
     from ragscale.config import SECRET_KEY_NAME, looks_like_env_name, looks_like_secret
@@ -56,7 +56,7 @@ def check_overrides(argv: Sequence[str]) -> None:
     from ragscale.config import secret_paths
 
     for a in argv:
-        key = _secret_override(a)
+        key = secret_override(a)
         if key is not None:  # Hydra would write it to .hydra/ or multirun.yaml before anything could refuse it
             raise UserError(f"refusing {key} on the command line: its value is or looks like a secret (not shown); "
                             "secrets are read from environment variables only (e.g. judge.options.api_key_env=MY_KEY_VAR)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from dataclasses import replace
 from typing import Any, Callable
@@ -27,38 +26,29 @@ def _one_line(e: BaseException) -> str:
 
 
 def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer) -> tuple:
-    """Stream ``todo`` through the Ray pipeline into ``writer``; returns (failure, ray_info, stats).
-    Ray is shut down afterwards only when this call started it."""
-    from ragscale.pipeline.execute import Progress, init_ray, run_pipeline
+    """Stream ``todo`` through the Ray pipeline into ``writer``; returns (failure, ray_info, stats)."""
+    from ragscale.pipeline.execute import Progress, ray_session, run_pipeline
     from ragscale.records import output_record
 
-    failure, ray_info, stats, started = None, {}, {}, False
+    failure, ray_info, stats = None, {}, {}
     try:
         if todo:
-            import ray
+            with ray_session(plan.cluster) as ray_info:
+                progress = Progress(len(todo), cfg.progress_interval_s, printer)
 
-            started = not ray.is_initialized()
-            ray_info = init_ray(plan.cluster)
-            progress = Progress(len(todo), cfg.progress_interval_s, printer)
+                def on_rows(rows: list[dict]) -> None:
+                    before = writer.errors
+                    writer.write(output_record(r) for r in rows)
+                    progress.update(len(rows), writer.errors - before)
 
-            def on_rows(rows: list[dict]) -> None:
-                before = writer.errors
-                writer.write(output_record(r) for r in rows)
-                progress.update(len(rows), writer.errors - before)
-
-            stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars)
-            progress.emit()
+                stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars)
+                progress.emit()
     except KeyboardInterrupt:
         failure = "interrupted"
     except Exception as e:  # noqa: BLE001 - reported as a one-line failure, records so far are kept
         failure = _one_line(e)
     finally:
         writer.close()
-        if started and "ray" in sys.modules:
-            import ray
-
-            if ray.is_initialized():
-                ray.shutdown()
     return failure, ray_info, stats
 
 

@@ -29,11 +29,9 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
     if todo:
         import ray
 
-        from ragscale.pipeline.execute import actor_pool, init_ray
+        from ragscale.pipeline.execute import actor_pool, ray_session
 
-        started = not ray.is_initialized()
-        init_ray(cluster)
-        try:
+        with ray_session(cluster):
             pool = cluster.get("encoder", {})
             ds = ray.data.from_items(todo).map_batches(
                 _Pairwise,
@@ -43,9 +41,6 @@ def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baselin
             )
             for row in ds.iter_rows():
                 bert[int(row["i"])] = list(row["bert_score_f1"])
-        finally:
-            if started and not cluster.get("address"):
-                ray.shutdown()
     results = [finish_group(g, bert.get(i)) for i, g in enumerate(groups)]
     path = os.path.join(out_dir, "consistency.jsonl")
     with open(path + ".tmp", "w") as fh:

@@ -18,10 +18,11 @@ failures are retried inside its engine. The driver writes each record key once
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ragscale.io.inputs import Pointer, PointerArray
 
@@ -78,6 +79,20 @@ def init_ray(cluster: dict) -> dict:
             kwargs["num_cpus"] = cluster["num_cpus"]
     ray.init(**kwargs)
     return {"address": cluster.get("address") or "local", "resources": ray.cluster_resources()}
+
+
+@contextlib.contextmanager
+def ray_session(cluster: dict) -> Iterator[dict]:
+    """Ray for one run: started (or connected) on entry, shut down on exit only when this
+    run started it (a notebook's or a cluster's own Ray stays up). Yields run.json's description."""
+    import ray
+
+    started = not ray.is_initialized()
+    try:
+        yield init_ray(cluster)
+    finally:
+        if started and ray.is_initialized() and not cluster.get("address"):
+            ray.shutdown()
 
 
 def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,

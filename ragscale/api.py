@@ -1,0 +1,147 @@
+"""The Python API: ``ragscale.evaluate(data, scenario=..., overrides=[...]) -> Run`` and
+``ragscale.load(run_dir) -> Run``. The ``ragscale`` command is a thin layer over the same
+runner; a Run reads what a run wrote (records.parquet, summary.json, run.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any, Callable, Sequence
+
+from ragscale.errors import UserError
+
+RECORD_COLUMNS = ("record_key", "model_id", "task_id", "conversation_id", "turn", "answerability", "prediction",
+                  "error_stage", "error_message", "warnings")
+
+
+class Run:
+    """A finished (or failed) run's outputs in ``path``."""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+        if not os.path.isfile(os.path.join(self.path, "records.jsonl")):
+            raise UserError(f"{self.path} is not a ragscale run (no records.jsonl)")
+
+    def file(self, name: str) -> str | None:
+        """The path of one of the run's files (``report.html``, ``leaderboard.md``, ...), or None."""
+        p = os.path.join(self.path, name)
+        return p if os.path.exists(p) else None
+
+    @property
+    def run_info(self) -> dict:
+        """run.json: config (secrets redacted), models, versions, timings, work counters, record counts."""
+        return self._json("run.json")
+
+    @property
+    def summary(self) -> dict:
+        """summary.json: per model the mean of every metric, counts, errors, answerability accuracy."""
+        return self._json("summary.json")
+
+    @property
+    def ok(self) -> bool:
+        return self.run_info.get("status") == "ok"
+
+    @property
+    def files(self) -> dict[str, str]:
+        """The run's output files that exist, by name."""
+        names = ("records.jsonl", "records.parquet", "summary.json", "summary.csv", "leaderboard.md",
+                 "leaderboard.csv", "report.html", "run.json", "consistency.jsonl")
+        return {n: p for n in names if (p := self.file(n))}
+
+    @property
+    def leaderboard(self) -> Any:
+        """The models ranked by the headline metric (pandas DataFrame: rank, model_id, count,
+        errors, then every metric's mean), from the summary's exact figures."""
+        import pandas as pd
+
+        from ragscale.report.leaderboard import headline, ranked, table_metrics
+
+        summary = self.summary
+        metrics = table_metrics(summary)
+        rows = [{"rank": rank, "model_id": model, "count": d["count"], "errors": d["errors"],
+                 **{m: d["metrics"].get(m) for m in metrics}}
+                for rank, model, d in ranked(summary, headline(summary))]
+        return pd.DataFrame(rows, columns=["rank", "model_id", "count", "errors", *metrics])
+
+    def to_pandas(self) -> Any:
+        """One row per record: the record's identity, answer and error (``error_stage``,
+        ``error_message``), then one column per metric; one-element lists (MT-RAG's value
+        shape) are unwrapped, longer lists (several targets, per-passage grades) kept."""
+        import pandas as pd
+        import pyarrow.parquet as pq
+
+        path = self.file("records.parquet")
+        if path is None:
+            raise UserError(f"{self.path} has no records.parquet (the run did not finish: re-run it to resume)")
+        table = pq.read_table(path)
+        base = table.select([c for c in RECORD_COLUMNS if c in table.column_names]).to_pandas()
+        metrics = table.column("metrics").combine_chunks() if "metrics" in table.column_names else None
+        if metrics is not None and metrics.type.num_fields:
+            for i in range(metrics.type.num_fields):
+                name = metrics.type.field(i).name
+                base[name] = [_unwrap(v) for v in metrics.field(i).to_pylist()]
+        return pd.DataFrame(base)
+
+    def _json(self, name: str) -> dict:
+        path = self.file(name)
+        if path is None:
+            return {}
+        with open(path) as fh:
+            return json.load(fh)
+
+    def __repr__(self) -> str:
+        rec = self.run_info.get("records") or {}
+        return f"Run({self.path!r}, status={self.run_info.get('status')!r}, records={rec.get('out')})"
+
+
+def _unwrap(value: Any) -> Any:
+    return value[0] if isinstance(value, list) and len(value) == 1 else value
+
+
+def load(run_dir: str) -> Run:
+    """The Run written in ``run_dir`` (by ``evaluate`` or the ``ragscale run`` command)."""
+    return Run(run_dir)
+
+
+def evaluate(data: Any = None, scenario: str = "mtrag", overrides: Sequence[str] = (),
+             output_dir: str | None = None, printer: Callable[[str], None] = print) -> Run:
+    """Evaluate ``data`` with a scenario's metrics and return the Run.
+
+    ``data``: a path, a glob or a list of paths (MT-RAG JSONL, open-rag-eval CSV, RAGAS-style
+    JSONL), a pandas DataFrame, a list of dicts, a ``datasets.Dataset``, or
+    None for the scenario's bundled sample. ``overrides``: Hydra overrides as on the command
+    line (``"judge=openai"``, ``"limit=10"``). Ray is started in this process (and stopped
+    afterwards) unless it is already running. A bad config or input raises UserError; a run
+    that fails midway returns its Run with ``ok == False`` and warns (re-run to resume).
+    """
+    from omegaconf import open_dict
+
+    from ragscale.cli import secret_override
+    from ragscale.io.frames import is_in_memory, write_jsonl
+    from ragscale.plan import compose
+    from ragscale.runner import execute
+
+    for o in overrides:
+        key = secret_override(o)
+        if key is not None:
+            raise UserError(f"refusing override {key}: its value is or looks like a secret (not shown); "
+                            "secrets are read from environment variables only")
+    args = [f"+scenario={scenario}", *overrides] + ([f"output_dir={output_dir}"] if output_dir else [])
+    try:
+        cfg = compose(args)
+    except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types
+        raise UserError(f"invalid config: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}") from None
+    out_dir = os.path.abspath(cfg.output_dir)
+    with open_dict(cfg):
+        cfg.output_dir = out_dir
+        if data is not None:
+            cfg.input = write_jsonl(data, os.path.join(out_dir, "inputs")) if is_in_memory(data) else (
+                [os.fspath(d) for d in data] if isinstance(data, (list, tuple)) else os.fspath(data))
+    code = execute(cfg, printer)
+    run = Run(out_dir)
+    if code != 0:
+        warnings.warn(f"ragscale run in {out_dir} failed: {run.run_info.get('failure') or 'records missing'}; "
+                      "call evaluate again with the same output_dir to resume", RuntimeWarning, stacklevel=2)
+    return run
