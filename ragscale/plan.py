@@ -82,7 +82,7 @@ def _metrics(cfg: Any) -> tuple[list[str], list[str]]:
     steps = validate_steps(list(cfg.steps))
     names = expand_k([m for step in steps for m in cfg.metrics[step]], list(cfg.trec.k_values))
     if "hallucination" in steps and cfg.hallucination.judge_fallback and "factual_consistency_judge" not in names:
-        names.append("factual_consistency_judge")
+        names.insert(names.index("hhem") + 1 if "hhem" in names else len(names), "factual_consistency_judge")
     metrics = resolve_metrics(names, steps)
     if not metrics and "consistency" not in steps:
         raise UserError("no metrics enabled for the chosen steps")

@@ -39,6 +39,7 @@ from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeRes
 from ragscale.judges.umbrela import orag_messages
 from ragscale.metrics.trec import SUPPORT_SCORES, citation_scores, parse_generated_answer
 from ragscale.records import passage_ids_of
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "citation"
 VERSION = "open-rag-eval-citation-v1"
@@ -109,3 +110,7 @@ def start(obj: dict, row: dict) -> JudgeRun:
         metrics={"citation_precision": s["precision"], "citation_recall": s["recall"], "citation_f1": s["f1"]},
         details={"parts": details},
     )
+
+
+declare(*(MetricSpec(name, "judge", "citation", scalar=True, short=short, reference="vectara/open-rag-eval open_rag_eval/metrics/citation_metric.py")
+          for name, short in zip(METRICS, ("CitP", "CitR", "CitF1"))))

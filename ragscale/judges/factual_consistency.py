@@ -13,6 +13,7 @@ from __future__ import annotations
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, Undefined, load_json_object
 from ragscale.judges.templates import fence
 from ragscale.metrics.trec import answer_text
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "factual_consistency"
 VERSION = "ragscale-factual-consistency-v1"
@@ -60,3 +61,7 @@ def start(obj: dict, row: dict):  # noqa: ANN201 - a JudgeRun generator
         return Undefined("no generated answer")
     score, reason = yield render(list(row["passages"]), answer), parse
     return JudgeResult({METRIC: score}, {"reason": reason})
+
+
+declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ",
+                   reference="ragscale: a judge-based stand-in, never a silent HHEM substitute (opt-in)"))

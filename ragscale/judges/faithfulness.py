@@ -35,6 +35,7 @@ from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeRun, Undefined, load_json_object
 from ragscale.judges.templates import load_template
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "ragas_faithfulness"
 VERSION = "ragas-0.4.3-faithfulness-v1"
@@ -141,3 +142,6 @@ def from_record(obj: dict, row: dict) -> JudgeRun:
     from ragscale.judges.idk import inquiry
 
     return run(inquiry(obj.get("input") or []), row["prediction"], row["passages"])
+
+
+declare(MetricSpec("RL_F", "judge", "ragas", needs=("targets",), reference="ragas Faithfulness (MT-RAG step 3)"))

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import load_template, neutralize
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "idk"
 VERSION = "mtrag-idk-v1"
@@ -44,3 +45,6 @@ def parse(raw: str) -> float:
     if not isinstance(label, str) or label.strip().lower() not in LABELS:
         raise JudgeParseError(NAME, raw, f"label {label!r} is not one of yes, partial, no")
     return LABELS[label.strip().lower()]
+
+
+declare(MetricSpec("idk_eval", "judge", "idk", needs=("targets",), short="IDK", reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))

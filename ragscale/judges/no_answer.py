@@ -23,6 +23,7 @@ from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, Judg
 from ragscale.judges.umbrela import orag_messages
 from ragscale.metrics.trec import answer_text
 from ragscale.records import query_of
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "no_answer"
 VERSION = "open-rag-eval-no-answer-v1"
@@ -55,3 +56,7 @@ def start(obj: dict, row: dict) -> JudgeRun:
         return Undefined("no generated answer")
     label = yield render(query_of(obj), answer_text(prediction)), parse
     return JudgeResult(metrics={"answered": LABELS[label]}, details={"query_answered": label})
+
+
+declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answered", rate_title="% questions answered",
+                   reference="vectara/open-rag-eval open_rag_eval/metrics/no_answer_metric.py"))

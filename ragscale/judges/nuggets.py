@@ -87,6 +87,7 @@ from ragscale.judges.templates import load_template
 from ragscale.metrics.nuggets import ASSIGNMENT_SCORES, IMPORTANCES, KEEP, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import answer_text
 from ragscale.records import passage_ids_of, query_of
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "nuggets"
 VERSION = "openrageval-autonugget-v1"
@@ -297,3 +298,10 @@ def start(obj: dict, row: dict) -> JudgeRun:
         result.details["passages_used"] = [ids[i] for i in used]
         result.details["passages_ungraded"] = [ids[i] for i, g in enumerate(grades) if g is None]
     return result
+
+
+_SHORT = {"all": "N_all", "vital": "N_vital", "weighted": "N_wgt", "strict_all": "N_s_all", "strict_vital": "N_s_vital",
+          "strict_weighted": "N_s_wgt", "assignment_mean": "N_assign", "count": "N_count"}
+declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_scores",),
+                     higher_is_better=None if name == "nuggets_count" else True, short=_SHORT[name[len("nuggets_"):]],
+                     reference="castorini/nuggetizer, vectara/open-rag-eval open_rag_eval/metrics/autonugget_metric.py") for name in METRICS))

@@ -19,6 +19,7 @@ from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import neutralize
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "radbench"
 VERSION = "mtrag-radbench-v1"
@@ -72,3 +73,6 @@ def parse(raw: str) -> float:
     if str(rating).strip() not in RATINGS:
         raise JudgeParseError(NAME, raw, f"rating {rating!r} is not one of 1..10")
     return int(str(rating).strip()) / 10
+
+
+declare(MetricSpec("RB_llm", "judge", "radbench", needs=("targets",), reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))

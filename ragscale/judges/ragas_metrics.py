@@ -42,6 +42,7 @@ from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResu
 from ragscale.judges.faithfulness import _input_json
 from ragscale.judges.templates import load_template
 from ragscale.records import query_of
+from ragscale.metrics.registry import MetricSpec, declare
 
 VERSION = "ragas-0.4.3-v1"
 ANSWER_RELEVANCY, CONTEXT_PRECISION, CONTEXT_RECALL = (
@@ -232,3 +233,8 @@ def context_recall(obj: dict, row: dict) -> JudgeRun:
     if isinstance(score, Undefined):
         return score
     return JudgeResult({"context_recall": score}, {"attributed": attributed})
+
+
+declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=("targets",), reference=f"ragas 0.4.3 {ref}")
+          for name, ref in (("answer_relevancy", "ResponseRelevancy"), ("context_precision", "LLMContextPrecisionWithReference"),
+                            ("context_recall", "LLMContextRecall"))))

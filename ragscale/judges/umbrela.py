@@ -40,6 +40,7 @@ from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeRes
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.trec import umbrela_mean
 from ragscale.records import passage_ids_of, query_of
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "umbrela"
 VERSION = "open-rag-eval-umbrela-v1"
@@ -96,3 +97,10 @@ def start(obj: dict, row: dict) -> JudgeRun:
         metrics={"umbrela_scores": grades, "umbrela_mean": umbrela_mean(grades)},
         details=dict(zip(ids, grades)),
     )
+
+
+declare(
+    MetricSpec("umbrela_scores", "judge", "retrieval", shape="vector", reference="castorini/umbrela, vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
+    MetricSpec("umbrela_mean", "judge", "retrieval", scalar=True, requires=("umbrela_scores",), short="UMBRELA",
+               reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
+)

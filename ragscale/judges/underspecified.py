@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import load_template, neutralize
+from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "underspecified"
 VERSION = "mtrag-underspecified-v1"
@@ -39,3 +40,7 @@ def parse(raw: str) -> float:
     if not isinstance(decision, str) or decision.strip().lower() not in DECISIONS:
         raise JudgeParseError(NAME, raw, f"decision {decision!r} is not yes or no")
     return DECISIONS[decision.strip().lower()]
+
+
+declare(MetricSpec("underspecified_eval", "judge", "idk", needs=("targets",), short="UNDSP",
+                   reference="IBM/mt-rag-benchmark MTRAG-UN (underspecified judge)"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, Mapping
+from ragscale.metrics.registry import MetricSpec, declare
 
 
 def rb_agg(metrics: Mapping[str, Any]) -> tuple[float, bool]:
@@ -23,3 +24,12 @@ def rb_agg(metrics: Mapping[str, Any]) -> tuple[float, bool]:
     if rouge == 0 or recall == 0 or extract == 0:
         return 0.0, denominator == 0
     return 3 * recall * rouge * extract / denominator, False
+
+
+# MT-RAG adds RB_agg only when these four evaluators are configured.
+declare(
+    MetricSpec("RB_agg", "derive", "algorithmic", needs=("targets",),
+               requires=("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec"), reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py"),
+    MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", dtype="bool", needs=("targets",),
+               requires=("RB_agg",), higher_is_better=None, short="RB0", reference="ragscale: RB_agg's denominator was 0"),
+)

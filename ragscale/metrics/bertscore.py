@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+from ragscale.metrics.registry import MetricSpec, declare
 
 
 @dataclass(frozen=True)
@@ -112,3 +113,13 @@ def score_requests(
             res["truncated"] += [f"contexts[{i}]" for i, p in enumerate(req.passages) if table[p.strip()].truncated]
         out.append(res)
     return out
+
+
+declare(
+    MetricSpec("BertscoreP", "encoder", "algorithmic", shape="target", needs=("targets",), short="BertP",
+               reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py (bert-score 0.3.13)"),
+    MetricSpec("BertscoreR", "encoder", "algorithmic", shape="target", needs=("targets",), short="BertR",
+               reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py (bert-score 0.3.13)"),
+    MetricSpec("BertKPrec", "encoder", "algorithmic", shape="passage", needs=("targets",),
+               reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py (BERTScore precision against each passage)"),
+)

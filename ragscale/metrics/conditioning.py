@@ -3,6 +3,8 @@ IBM/mt-rag-benchmark ``judge_wrapper.get_idk_score``)."""
 
 from __future__ import annotations
 
+from ragscale.metrics.registry import MetricSpec, declare
+
 IDK_EXPECTED = ("UNANSWERABLE", "CONVERSATIONAL")
 
 
@@ -50,3 +52,25 @@ def harmonic_mean(values: "list[float | None]") -> float | None:
     if any(v == 0 for v in values):
         return 0.0
     return len(values) / sum(1.0 / v for v in values)  # type: ignore[operator]
+
+
+# derive-stage metrics that condition another metric: name -> (base metric, with the underspecified rule)
+CONDITIONED = {
+    "RB_agg_idk": ("RB_agg", False),
+    "RB_llm_idk": ("RB_llm", False),
+    "RL_F_idk": ("RL_F", False),
+    "RB_agg_idk_underspecified": ("RB_agg", True),
+    "RB_llm_idk_underspecified": ("RB_llm", True),
+    "RL_F_idk_underspecified": ("RL_F", True),
+}
+# derive-stage harmonic means (seed "The Three Metrics"): name -> components
+HMEANS = {"HMean": ("RL_F", "RB_llm", "RB_agg"), "HMean_idk": ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")}
+declare(
+    *(MetricSpec(name, "derive", "idk_condition", needs=("targets",),
+                 requires=(base, "idk_eval", "underspecified_eval") if under else (base, "idk_eval"),
+                 short=name.replace("_underspecified", "_un"),
+                 reference="IBM/mt-rag-benchmark scripts/evaluation (IDK conditioning)")
+      for name, (base, under) in CONDITIONED.items()),
+    *(MetricSpec(name, "derive", "hmean", needs=("targets",), requires=parts,
+                 reference='seed "The Three Metrics" (harmonic mean)') for name, parts in HMEANS.items()),
+)

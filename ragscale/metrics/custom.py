@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import re
 
+from ragscale.metrics.registry import MetricSpec, declare
+
 STOP_WORDS = frozenset(
     """about above after again against also among another because been before being below between both
     cannot could does doing down during each either every from further have having here hers herself
@@ -170,3 +172,8 @@ def custom_metrics(generated: str, expected: str | None, enabled: set[str] | fro
     if "source_citation" in enabled:
         out["source_citation"] = source_citation(generated)
     return out
+
+
+FACT_METRICS = ("fact_score", "rules_coverage", "is_correct")  # from custom.expectations' fact checks
+declare(*(MetricSpec(name, "lexical", "custom", scalar=True, reference='seed "Evaluation Metrics Documentation"')
+          for name in (*CUSTOM_METRICS, *FACT_METRICS)))

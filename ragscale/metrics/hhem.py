@@ -32,6 +32,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from ragscale.metrics.registry import MetricSpec, declare
 from ragscale.metrics.trec import answer_text
 
 METRIC = "hhem"  # P(consistent) in [0, 1]; higher = more consistent with the passages
@@ -221,3 +222,7 @@ def hhem_unavailable(model: str = DEFAULT_MODEL, tokenizer: str | None = None) -
     except HHEMNotFound as e:
         return str(e)
     return None
+
+
+declare(MetricSpec("hhem", "nli", "hallucination", scalar=True, short="HHEM",
+                   reference="vectara/open-rag-eval open_rag_eval/metrics/hallucination_metric.py (vectara/hallucination_evaluation_model)"))

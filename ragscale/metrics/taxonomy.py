@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ragscale.metrics.registry import MetricSpec, declare
+
 CHUNK_LABELS = ("topically_relevant", "evidence_sufficient", "misleading")
 ANSWER_LABELS = ("support_present", "unsupported_claim_present", "contradicted_claim_present", "source_cited",
                  "fabricated_source")
@@ -133,3 +135,10 @@ def generation_scores(labels: dict) -> dict[str, float | None]:
     """The seed's five generation metrics of one example from its GENERATION_LABELS (a metric
     whose label is missing is ``None``)."""
     return _label_scores(GENERATION_METRICS, labels)
+
+
+LOWER_IS_BETTER = ("MisleadingContextRate@K", "UnsupportedClaimRate", "ContradictionRate",
+                   "ConditionalFabricationRate", "IncompletenessRate", "UnsafeContentRate")
+declare(*(MetricSpec(name, "judge", "taxonomy", scalar=True, higher_is_better=name not in LOWER_IS_BETTER,
+                     reference='seed "Metrics Taxonomy"')
+          for name in (*RETRIEVAL_METRICS, *GROUNDING_METRICS, *GENERATION_METRICS)))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Mapping, Sequence
 
+from ragscale.metrics.registry import MetricSpec, declare
+
 _MULTI = re.compile(r"\[\d+(?:,\s*\d+)+\]")
 _COMMA_BETWEEN = re.compile(r"\]\s*,\s*\[")
 _BLOCK = re.compile(r"(?:\[\d+\])+")
@@ -199,3 +201,8 @@ def citation_scores(
         "citation_averages": citation_averages,
         "part_averages": part_averages,
     }
+
+
+declare(*(MetricSpec(name, "derive", "retrieval", scalar=True, requires=("umbrela_scores",),
+                     reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py (relevant = grade >= 2)")
+          for name in ("P@k", "AP@k", "MRR")))  # P@k, AP@k: one metric per cut-off of trec.k_values

@@ -81,6 +81,19 @@ def init_ray(cluster: dict) -> dict:
     return {"address": cluster.get("address") or "local", "resources": ray.cluster_resources()}
 
 
+def _ship_by_value(functions: Any) -> None:
+    """Metric functions declared outside ragscale (a notebook's or a plugin's module) travel to
+    the workers by value: the workers may not be able to import their module."""
+    import sys
+
+    from ray import cloudpickle
+
+    for fn in functions:
+        module = getattr(fn, "__module__", None) or ""
+        if module.split(".")[0] != "ragscale" and module in sys.modules and module != "__main__":
+            cloudpickle.register_pickle_by_value(sys.modules[module])
+
+
 @contextlib.contextmanager
 def ray_session(cluster: dict) -> Iterator[dict]:
     """Ray for one run: started (or connected) on entry, shut down on exit only when this
@@ -114,16 +127,19 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
 
     from ragscale.pipeline.graph import build_stages
     from ragscale.pipeline.stage import actor_class, sum_stats
-    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.stages import lexical_functions, load_and_lexical, pointer_table
 
     chunk = int(plan.cluster.get("chunk_size", 128))
     blocks = [pointer_table(pointers[i : i + chunk]) for i in range(0, len(pointers), chunk)]
+    functions = lexical_functions(plan.metrics)
+    _ship_by_value(functions.values())
     ds = ray.data.from_arrow(blocks)
     ds = ds.map_batches(
         load_and_lexical,
         batch_size=chunk,
         batch_format="pyarrow",
-        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "expectations": plan.expectations},
+        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "expectations": plan.expectations,
+                   "lexical": functions},
         num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
     )
     for st in build_stages(plan):

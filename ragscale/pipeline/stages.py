@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -18,30 +18,24 @@ from ragscale.errors import RecordError
 from ragscale.io.expectations import check
 from ragscale.io.inputs import InputFile, Pointer, PointerArray, read_raw
 from ragscale.metrics.aggregate import rb_agg
-from ragscale.metrics.custom import CUSTOM_METRICS, custom_metrics
-from ragscale.metrics.conditioning import harmonic_mean, idk_conditioned, idk_underspecified_conditioned
-from ragscale.metrics.registry import CONDITIONED, HMEANS
-from ragscale.metrics.lexical import extractiveness, length_words, recall, rouge_l_tokens, rouge_tokenize
+from ragscale.metrics.custom import CUSTOM_METRICS, FACT_METRICS, custom_metrics
+from ragscale.metrics.conditioning import CONDITIONED, HMEANS, harmonic_mean, idk_conditioned, idk_underspecified_conditioned
 from ragscale.pipeline.stage import add_stats, to_table
 from ragscale.records import add_judge_errors, error_json, extract_fields, query_of
 
-FACT_METRICS = ("fact_score", "rules_coverage", "is_correct")
 
 
-def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[str], enabled: Iterable[str]) -> dict:
-    """MT-RAG's lexical step-1 metrics for one record, in MT-RAG's value shapes."""
-    enabled = set(enabled)
-    out: dict = {}
-    if "Recall" in enabled:
-        out["Recall"] = [recall(prediction, t) for t in targets]
-    if "RougeL_stemFalse" in enabled:
-        pred_tokens = rouge_tokenize(prediction)
-        out["RougeL_stemFalse"] = [rouge_l_tokens(rouge_tokenize(t), pred_tokens) for t in targets]
-    if "Extractiveness_RougeL" in enabled:
-        out["Extractiveness_RougeL"] = [extractiveness(prediction, p) for p in passages] if passages else None
-    if "Length" in enabled:
-        out["Length"] = [length_words(prediction) for _ in targets]
-    return out
+def lexical_functions(metrics: Sequence[str]) -> dict[str, Callable]:
+    """name -> compute function of the enabled lexical metrics that the catalog computes per record."""
+    from ragscale.metrics.registry import lookup
+
+    return {m: lookup(m).compute for m in metrics if lookup(m).stage == "lexical" and lookup(m).compute is not None}
+
+
+def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[str],
+                    functions: Mapping[str, Callable]) -> dict:
+    """The lexical metrics of one record (catalog functions), in their declared value shapes."""
+    return {name: fn(prediction, targets, passages) for name, fn in functions.items()}
 
 
 POINTER_SCHEMA = pa.schema([("file_idx", pa.int32()), ("line", pa.int64()), ("offset", pa.int64())])
@@ -59,20 +53,21 @@ def pointer_table(pointers: Sequence[Pointer] | PointerArray) -> pa.Table:
 
 
 def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str],
-                     expectations: Any = None) -> pa.Table:
+                     expectations: Any = None, lexical: Mapping[str, Callable] | None = None) -> pa.Table:
     """Stage 1: read the records the pointer rows name, validate them, compute lexical metrics
-    (and the custom metrics, with the fact checks of ``expectations``).
-
-    One output row per pointer row."""
+    (``lexical``: name -> function, default the catalog's for ``metrics``) and the custom
+    metrics, with the fact checks of ``expectations``. One output row per pointer row."""
     t0 = time.perf_counter()
+    functions = lexical_functions(metrics) if lexical is None else lexical
     pointers = [Pointer(**p) for p in batch.to_pylist()]
-    rows = [_record_row(files, p, raw, metrics, expectations) for p, raw in zip(pointers, read_raw(files, pointers))]
+    rows = [_record_row(files, p, raw, metrics, functions, expectations)
+            for p, raw in zip(pointers, read_raw(files, pointers))]
     add_stats(rows, time_lexical_s=time.perf_counter() - t0)
     return to_table(rows)
 
 
 def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str],
-                expectations: Any = None) -> dict:
+                functions: Mapping[str, Callable], expectations: Any = None) -> dict:
     f = files[p.file_idx]
     row = {
         "key": p.key(files),
@@ -104,7 +99,7 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
                 row["task_id"] = str(obj["task_id"])
         row.update(extract_fields(obj, need_targets=needs_targets(metrics)))
         try:
-            m = lexical_metrics(row["prediction"], row["targets"], row["passages"], metrics)
+            m = lexical_metrics(row["prediction"], row["targets"], row["passages"], functions)
             if CUSTOM_NAMES & set(metrics):
                 m.update(custom_record_metrics(row, obj, metrics, expectations))
             row["metrics"] = json.dumps(m)
@@ -143,9 +138,9 @@ def custom_record_metrics(row: dict, obj: dict, metrics: Sequence[str], expectat
 
 def needs_targets(metrics: Sequence[str]) -> bool:
     """MT-RAG's metrics need reference answers (``targets``); the TREC metrics do not."""
-    from ragscale.metrics.registry import MTRAG_STEPS, lookup
+    from ragscale.metrics.registry import needs_field
 
-    return any(lookup(m).step in MTRAG_STEPS for m in metrics)
+    return needs_field(metrics, "targets")
 
 
 def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None) -> pa.Table:

@@ -31,7 +31,6 @@ from ragscale.report.plots import check_run_dir, is_flag, read_json
 
 RESERVOIR = 2000
 BINS = 20
-WORST_SKIP = {"Length"}  # descriptive, not a score: no "worst" list
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac"]
 
@@ -203,6 +202,14 @@ def _trim(obj: Any, depth: int = 0) -> Any:
     return obj
 
 
+def _descriptive(metric: str) -> bool:
+    """A count or length (the catalog gives it no direction): no "lowest-scoring" list."""
+    from ragscale.metrics.registry import lookup
+
+    spec = lookup(metric)
+    return spec is not None and spec.higher_is_better is None
+
+
 class _Scan:
     """One streaming pass over records.jsonl."""
 
@@ -279,7 +286,7 @@ class _Scan:
             if dist is None:
                 dist = self.dists[name][model] = _Dist(seed=len(self.dists) * 7919 + len(self.dists[name]))
             dist.add(v)
-            if name in self.flags or name in WORST_SKIP:
+            if name in self.flags or _descriptive(name):
                 continue
             worst = self.worst.get(name)
             if worst is None:

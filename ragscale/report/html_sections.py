@@ -129,9 +129,9 @@ def _summary_section(summary: dict | None, scan: _Scan, metrics: list[str]) -> s
     models_s = summary.get("models") if summary and isinstance(summary.get("models"), dict) else None
     has_acc = bool(models_s) and any(isinstance(d, dict) and d.get("answerability_accuracy") is not None
                                      for d in models_s.values())
-    has_ans = "answered" in metrics
+    rates = [m for m in metrics if is_rate_metric(m)]
     cols = [m for m in metrics if not is_rate_metric(m)]
-    head = ["model", "records", "errors"] + cols + (["% answered"] if has_ans else []) \
+    head = ["model", "records", "errors"] + cols + [f"% {m}" for m in rates] \
         + (["answerability accuracy"] if has_acc else [])
 
     def row(model: str, d: dict | None, dists: dict[str, _Dist | None], count: int, errors: int) -> str:
@@ -141,8 +141,8 @@ def _summary_section(summary: dict | None, scan: _Scan, metrics: list[str]) -> s
             mean = (d.get("metrics") or {}).get(m) if d else (dists[m].mean if dists.get(m) else None)
             n = (d.get("n") or {}).get(m) if d else (dists[m].n if dists.get(m) else 0)
             cells.append(f'<td class="num" title="n={esc(n)}">{esc(fmt(mean))}</td>')
-        if has_ans:
-            a = (d.get("metrics") or {}).get("answered") if d else (dists["answered"].mean if dists.get("answered") else None)
+        for m in rates:
+            a = (d.get("metrics") or {}).get(m) if d else (dists[m].mean if dists.get(m) else None)
             cells.append(f'<td class="num">{"—" if a is None else esc(f"{100 * a:.1f}%")}</td>')
         if has_acc:
             acc = d.get("answerability_accuracy") if d else None

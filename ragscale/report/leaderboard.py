@@ -11,8 +11,8 @@ few numbers per (model, cell, metric).
   (``Length`` and counts skipped). MT-RAG's reported metrics are conditioned on
   answerability (IDK), which is what makes the per-answerability columns comparable, hence
   the ``_idk`` versions first; ``RB_agg`` is MT-RAG's algorithmic aggregate, the headline of
-  a run without judges. Higher is better,
-  except for the rates where less is better (``LOWER_IS_BETTER``). Models without a value
+  a run without judges. The direction is the catalog's
+  ``higher_is_better`` (the taxonomy's error rates rank lower first). Models without a value
   come last; ties share a rank.
 - **Overall table**: every metric's mean, the record count and the errored records.
 - **Breakdown tables**: the headline, and for an H-Mean its three components, and the
@@ -36,9 +36,6 @@ from ragscale.metrics.registry import lookup
 
 ALL = "ALL"
 HEADLINES = ("HMean_idk", "HMean", "RB_agg_idk", "RB_agg")  # the first one the run has ranks
-NOT_HEADLINE = {"Length", "nuggets_count", "RB_agg_zero_denominator"}
-LOWER_IS_BETTER = {"MisleadingContextRate@K", "UnsupportedClaimRate", "ContradictionRate",
-                   "ConditionalFabricationRate", "IncompletenessRate", "UnsafeContentRate"}
 ANSWERABILITY_ORDER = ("ANSWERABLE", "PARTIAL", "UNANSWERABLE", "CONVERSATIONAL", "UNDERSPECIFIED")
 TURN_CELLS = (("1", "Turn 1"), (">1", "Turn >1"))
 ANS_ACC = "AnsAcc"  # answerability accuracy (summary's answerability_accuracy)
@@ -46,8 +43,7 @@ ANS_ACC = "AnsAcc"  # answerability accuracy (summary's answerability_accuracy)
 
 def table_metrics(summary: dict) -> list[str]:
     """The run's metrics that have a per-record mean (not flags lists or per-passage vectors)."""
-    return [m for m in summary["metrics"]
-            if m != "RB_agg_zero_denominator" and (lookup(m) is None or lookup(m).per != "vector")]
+    return [m for m in summary["metrics"] if lookup(m) is None or lookup(m).in_tables]
 
 
 def headline(summary: dict) -> str | None:
@@ -55,13 +51,19 @@ def headline(summary: dict) -> str | None:
     for m in HEADLINES:
         if m in metrics:
             return m
-    return next((m for m in metrics if m not in NOT_HEADLINE), metrics[0] if metrics else None)
+    return next((m for m in metrics if higher_is_better(m) is not None), metrics[0] if metrics else None)
+
+
+def higher_is_better(metric: str | None) -> bool | None:
+    """The metric's direction from the catalog (None: a count or length, never a headline)."""
+    spec = lookup(metric) if metric else None
+    return True if spec is None else spec.higher_is_better
 
 
 def ranked(summary: dict, head: str | None) -> list[tuple[int | None, str, dict]]:
     """(rank, model, block) best first; ``rank`` None for a model without a headline value."""
     models = list((summary.get("models") or {}).items())
-    sign = 1.0 if head in LOWER_IS_BETTER else -1.0
+    sign = 1.0 if higher_is_better(head) is False else -1.0
 
     def value(d: dict) -> float | None:
         return None if head is None else d["metrics"].get(head)
@@ -114,7 +116,8 @@ def _mean_n(block: dict | None, metric: str) -> tuple[float | None, int]:
 def _fmt(metric: str, v: float | None) -> str:
     if v is None:
         return "–"
-    return f"{v:.1f}" if metric == "Length" else f"{v:.4f}"
+    spec = lookup(metric)
+    return f"{v:.{spec.decimals if spec is not None else 4}f}"
 
 
 def breakdown_metrics(summary: dict, head: str | None) -> list[str]:
@@ -142,7 +145,7 @@ def format_markdown(summary: dict) -> str:
     cols = cells(summary)
     acc = any(d.get("answerability_n") for d in summary["models"].values())
     n_records = sum(d["count"] for d in summary["models"].values())
-    direction = "lower is better" if head in LOWER_IS_BETTER else "higher is better"
+    direction = "lower is better" if higher_is_better(head) is False else "higher is better"
     out = ["# Leaderboard", ""]
     if head is None:
         out += ["No per-record metric to rank by.", ""]

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ragscale.errors import UserError
-from ragscale.report.runs import (RATE_TITLES, Group, PlotData, check_run_dir, is_flag, is_rate_metric, label_runs,
+from ragscale.report.runs import (Group, PlotData, check_run_dir, is_flag, is_rate_metric, label_runs, rate_title,
                                   load_runs, read_json, select_metrics)
 from ragscale.report.stats import CONFIDENCE, mean_ci, norm_ppf, t_cdf, t_interval, t_ppf, wilson_interval
 
-__all__ = ["CONFIDENCE", "RATE_TITLES", "BoxStats", "Group", "PlotData", "box_stats", "check_run_dir", "is_flag",
+__all__ = ["CONFIDENCE", "BoxStats", "Group", "PlotData", "box_stats", "check_run_dir", "is_flag",
            "is_rate_metric", "label_runs", "load_runs", "mean_ci", "norm_ppf", "plot_runs", "read_json",
            "select_metrics", "t_cdf", "t_interval", "t_ppf", "wilson_interval"]
 
@@ -168,7 +168,7 @@ def _draw_rate(ax, name, groups, cols, colors, positions, Line2D, Patch) -> tupl
         ax.text(x, (s.mean or 0) + up + 1.5, text, ha="center", va="bottom", fontsize=9)
     ax.set_ylim(0, 112)
     ax.set_xlim(0.4, len(groups) + 0.6)
-    ax.set_title(RATE_TITLES.get(name, f"{name}: % true"), fontsize=13)
+    ax.set_title(rate_title(name) or f"{name}: % true", fontsize=13)
     ax.set_ylabel("% of records")
     handles = [Patch(facecolor=(*colors[i][:3], 0.6), edgecolor="black",
                      label=f"{s.label.replace(chr(10), ' / ')}: "

@@ -14,7 +14,6 @@ from typing import Any, Iterable, Sequence
 
 from ragscale.errors import UserError, did_you_mean
 
-RATE_TITLES = {"answered": "% questions answered"}
 
 
 def is_flag(value: Any) -> bool:
@@ -27,7 +26,15 @@ def is_flag(value: Any) -> bool:
 
 def is_rate_metric(name: str) -> bool:
     """Metrics drawn as a "% of records" bar rather than a box."""
-    return name in RATE_TITLES
+    return rate_title(name) is not None
+
+
+def rate_title(name: str) -> str | None:
+    """The bar chart's title of a rate metric (the catalog's ``rate_title``), else None."""
+    from ragscale.metrics.registry import lookup
+
+    spec = lookup(name)
+    return spec.rate_title if spec is not None else None
 
 
 def label_runs(run_dirs: Sequence[str]) -> list[str]:
@@ -162,8 +169,7 @@ def select_metrics(data: PlotData, requested: Sequence[str] | None) -> list[str]
     else:
         base = data.summary_metrics or sorted(data.seen)
         chosen = [m for m in base if m in has_values and m not in data.flags]
-        if "answered" in has_values and "answered" not in chosen:
-            chosen.append("answered")
+        chosen += [m for m in sorted(has_values) if is_rate_metric(m) and m not in chosen]
         if not chosen:
             raise UserError("no numeric metrics to plot in these runs")
         chosen = [m for m in chosen if not is_rate_metric(m)] + [m for m in chosen if is_rate_metric(m)]

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
-from ragscale.metrics.registry import MTRAG_STEPS, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
+from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
 from ragscale.records import answer_of, answerability_of
 
 ALL = "ALL"
@@ -122,14 +122,11 @@ def answerability_correct(answerability: str, metrics: dict) -> bool | None:
 
 def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
     def mtype(name: str) -> pa.DataType:
-        if name == "RB_agg_zero_denominator":
-            return pa.list_(pa.bool_())
-        if name == "Length":
-            return pa.list_(pa.int64())
         spec = lookup(name)
-        if spec is not None and spec.per != "vector" and (spec.step not in MTRAG_STEPS or spec.scalar):
-            return pa.float64()  # TREC, taxonomy, custom and ragas' own metrics are scalars
-        return pa.list_(pa.float64())
+        if spec is None:  # e.g. a panel member's RB_llm@judge: MT-RAG's [value] shape
+            return pa.list_(pa.float64())
+        item = {"bool": pa.bool_(), "int": pa.int64()}.get(spec.dtype, pa.float64())
+        return item if spec.scalar and spec.shape != "vector" else pa.list_(item)
 
     return pa.schema(
         [
@@ -236,44 +233,15 @@ def _fmt(v: float | None) -> str:
     return "" if v is None else f"{v:.6g}"
 
 
-SHORT = {
-    "RougeL_stemFalse": "RougeL",
-    "BertscoreP": "BertP",
-    "BertscoreR": "BertR",
-    "Extractiveness_RougeL": "Extract",
-    "RB_agg_zero_denominator": "RB0",
-    "idk_eval": "IDK",
-    "underspecified_eval": "UNDSP",
-    "RB_agg_idk_underspecified": "RB_agg_idk_un",
-    "RB_llm_idk_underspecified": "RB_llm_idk_un",
-    "RL_F_idk_underspecified": "RL_F_idk_un",
-    "umbrela_mean": "UMBRELA",
-    "nuggets_all": "N_all",
-    "nuggets_vital": "N_vital",
-    "nuggets_weighted": "N_wgt",
-    "nuggets_strict_all": "N_s_all",
-    "nuggets_strict_vital": "N_s_vital",
-    "nuggets_strict_weighted": "N_s_wgt",
-    "nuggets_assignment_mean": "N_assign",
-    "nuggets_count": "N_count",
-    "citation_precision": "CitP",
-    "citation_recall": "CitR",
-    "citation_f1": "CitF1",
-    "hhem": "HHEM",
-    "factual_consistency_judge": "FactJ",
-    "answered": "Answered",
-}
-
-
 def format_table(summary: dict) -> str:
     """A fixed-width per-model table of means (what the CLI prints at the end)."""
-    metrics = [m for m in summary["metrics"] if m != "RB_agg_zero_denominator"
-               and (lookup(m) is None or lookup(m).per != "vector")]
+    metrics = [m for m in summary["metrics"] if lookup(m) is None or lookup(m).in_tables]
     acc = any(d.get("answerability_n") for d in summary["models"].values())
-    head = ["model_id", "n", "err"] + [SHORT.get(m, m) for m in metrics] + (["AnsAcc"] if acc else [])
+    head = ["model_id", "n", "err"] + [label(m) for m in metrics] + (["AnsAcc"] if acc else [])
+    places = {m: lookup(m).decimals if lookup(m) is not None else 4 for m in metrics}
     rows = []
     for model, d in summary["models"].items():
-        vals = [("-" if d["metrics"][m] is None else f"{d['metrics'][m]:.1f}" if m == "Length" else f"{d['metrics'][m]:.4f}") for m in metrics]
+        vals = ["-" if d["metrics"][m] is None else f"{d['metrics'][m]:.{places[m]}f}" for m in metrics]
         if acc:
             a = d.get("answerability_accuracy")
             vals.append("-" if a is None else f"{a:.4f}")

@@ -185,7 +185,9 @@ def test_answerability_accuracy_rule(answerability, metrics, expected):
 
 def test_judge_registry_is_the_one_source():
     from ragscale.judges import JUDGED, JUDGES
-    from ragscale.metrics.registry import METRICS
+    from ragscale.metrics.registry import catalog
+
+    METRICS = catalog()
 
     for name, spec in JUDGES.items():
         assert METRICS[spec.metric].stage == "judge" and JUDGED[spec.metric] == name
