@@ -21,6 +21,10 @@ Printer = Callable[[str], None]
 
 
 def _one_line(e: BaseException) -> str:
+    """``Type: first line`` of an exception; for a Ray task error, of the worker's own exception."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, BaseException) and cause is not e:
+        return _one_line(cause)
     text = str(e).strip()
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 

@@ -140,3 +140,17 @@ def drive(run: JudgeRun, respond: Callable[[JudgePrompt], str],
                 step = run.send(parse(respond(prompt)))
     except StopIteration as stop:
         return stop.value
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    name: str
+    metric: str  # the metric a plain score fills (MT-RAG judges); the first of ``metrics``
+    version: str
+    start: Callable[..., JudgeRun]  # (raw input object, pipeline row, **the actor's options for it) -> judge run
+    metrics: tuple[str, ...] = ()  # every metric the judge fills (default: ``metric``)
+    after: tuple[str, ...] = ()  # judges whose metrics it reads from the row (run first)
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            object.__setattr__(self, "metrics", (self.metric,))

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
+from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
 from ragscale.judges.umbrela import orag_messages
 from ragscale.metrics.trec import SUPPORT_SCORES, citation_scores, parse_generated_answer
@@ -114,3 +114,6 @@ def start(obj: dict, row: dict) -> JudgeRun:
 
 declare(*(MetricSpec(name, "judge", "citation", scalar=True, short=short, reference="vectara/open-rag-eval open_rag_eval/metrics/citation_metric.py")
           for name, short in zip(METRICS, ("CitP", "CitR", "CitF1"))))
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS)),)

@@ -10,7 +10,7 @@ constrained by a JSON schema, so text inside them cannot change the output forma
 
 from __future__ import annotations
 
-from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, Undefined, load_json_object
+from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, Undefined, load_json_object
 from ragscale.judges.templates import fence
 from ragscale.metrics.trec import answer_text
 from ragscale.metrics.registry import MetricSpec, declare
@@ -65,3 +65,6 @@ def start(obj: dict, row: dict):  # noqa: ANN201 - a JudgeRun generator
 
 declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ",
                    reference="ragscale: a judge-based stand-in, never a silent HHEM substitute (opt-in)"))
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, METRIC, VERSION, start),)

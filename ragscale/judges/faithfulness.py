@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeRun, Undefined, load_json_object
+from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeRun, Undefined, load_json_object
 from ragscale.judges.templates import load_template
 from ragscale.metrics.registry import MetricSpec, declare
 
@@ -145,3 +145,6 @@ def from_record(obj: dict, row: dict) -> JudgeRun:
 
 
 declare(MetricSpec("RL_F", "judge", "ragas", needs=("targets",), reference="ragas Faithfulness (MT-RAG step 3)"))
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, "RL_F", VERSION, from_record),)

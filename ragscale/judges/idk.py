@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.registry import MetricSpec, declare
 
@@ -48,3 +48,10 @@ def parse(raw: str) -> float:
 
 
 declare(MetricSpec("idk_eval", "judge", "idk", needs=("targets",), short="IDK", reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))
+
+
+def _start(obj: dict, row: dict) -> "JudgeRun":
+    return single(render(obj.get("input") or [], row["prediction"]), parse)
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start),)

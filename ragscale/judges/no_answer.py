@@ -19,7 +19,7 @@ without a generated answer is ``null`` (open-rag-eval does not evaluate it at al
 
 from __future__ import annotations
 
-from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
+from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.umbrela import orag_messages
 from ragscale.metrics.trec import answer_text
 from ragscale.records import query_of
@@ -60,3 +60,15 @@ def start(obj: dict, row: dict) -> JudgeRun:
 
 declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answered", rate_title="% questions answered",
                    reference="vectara/open-rag-eval open_rag_eval/metrics/no_answer_metric.py"))
+
+
+def _start(obj: dict, row: dict) -> JudgeRun:
+    """open-rag-eval's no-answer judge; a run whose input says the system gave no answer
+    (open-rag-eval's ``NO_ANSWER`` marker, or an empty answer) is not answered, without asking."""
+    status = obj.get("answer_status")
+    if status in ("NO_ANSWER", "missing"):
+        return JudgeResult({"answered": 0.0}, {"query_answered": "no", "source": f"input ({status})"})
+    return (yield from start(obj, row))
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, "answered", VERSION, _start),)

@@ -82,7 +82,7 @@ import json
 import re
 from typing import Any, Sequence
 
-from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
+from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.templates import load_template
 from ragscale.metrics.nuggets import ASSIGNMENT_SCORES, IMPORTANCES, KEEP, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import answer_text
@@ -305,3 +305,6 @@ _SHORT = {"all": "N_all", "vital": "N_vital", "weighted": "N_wgt", "strict_all":
 declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_scores",),
                      higher_is_better=None if name == "nuggets_count" else True, short=_SHORT[name[len("nuggets_"):]],
                      reference="castorini/nuggetizer, vectara/open-rag-eval open_rag_eval/metrics/autonugget_metric.py") for name in METRICS))
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), after=("umbrela",)),)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import neutralize
 from ragscale.metrics.registry import MetricSpec, declare
 
@@ -76,3 +76,10 @@ def parse(raw: str) -> float:
 
 
 declare(MetricSpec("RB_llm", "judge", "radbench", needs=("targets",), reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))
+
+
+def _start(obj: dict, row: dict) -> "JudgeRun":
+    return single(render(obj.get("input") or [], row["targets"][0], row["passages"], row["prediction"]), parse)
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, "RB_llm", VERSION, _start),)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
+from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.faithfulness import _input_json
 from ragscale.judges.templates import load_template
 from ragscale.records import query_of
@@ -238,3 +238,10 @@ def context_recall(obj: dict, row: dict) -> JudgeRun:
 declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=("targets",), reference=f"ragas 0.4.3 {ref}")
           for name, ref in (("answer_relevancy", "ResponseRelevancy"), ("context_precision", "LLMContextPrecisionWithReference"),
                             ("context_recall", "LLMContextRecall"))))
+
+
+JUDGE_SPECS = (
+    JudgeSpec(ANSWER_RELEVANCY, "answer_relevancy", VERSION, answer_relevancy),
+    JudgeSpec(CONTEXT_PRECISION, "context_precision", VERSION, context_precision),
+    JudgeSpec(CONTEXT_RECALL, "context_recall", VERSION, context_recall),
+)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
+from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
 from ragscale.judges.templates import fence, load_template
 from ragscale.metrics.taxonomy import (ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS, GENERATION_METRICS,
@@ -206,3 +206,9 @@ def generation(obj: dict, row: dict) -> JudgeRun:
 
 
 METRICS = {RETRIEVAL: RETRIEVAL_METRICS, GROUNDING: tuple(GROUNDING_METRICS), GENERATION: tuple(GENERATION_METRICS)}
+
+
+JUDGE_SPECS = tuple(JudgeSpec(name, metrics[0], VERSION, start, metrics)
+                    for name, start, metrics in ((RETRIEVAL, retrieval, METRICS[RETRIEVAL]),
+                                                 (GROUNDING, grounding, METRICS[GROUNDING]),
+                                                 (GENERATION, generation, METRICS[GENERATION])))

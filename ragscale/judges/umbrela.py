@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ragscale.judges.base import (Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
+from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.trec import umbrela_mean
@@ -104,3 +104,6 @@ declare(
     MetricSpec("umbrela_mean", "judge", "retrieval", scalar=True, requires=("umbrela_scores",), short="UMBRELA",
                reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
 )
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, "umbrela_scores", VERSION, start, ("umbrela_scores", "umbrela_mean")),)

@@ -9,7 +9,7 @@ a parse failure instead (never a default score).
 
 from __future__ import annotations
 
-from ragscale.judges.base import JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.registry import MetricSpec, declare
 
@@ -44,3 +44,10 @@ def parse(raw: str) -> float:
 
 declare(MetricSpec("underspecified_eval", "judge", "idk", needs=("targets",), short="UNDSP",
                    reference="IBM/mt-rag-benchmark MTRAG-UN (underspecified judge)"))
+
+
+def _start(obj: dict, row: dict) -> "JudgeRun":
+    return single(render(row["prediction"]), parse)
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, "underspecified_eval", VERSION, _start),)

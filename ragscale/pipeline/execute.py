@@ -127,7 +127,7 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
 
     from ragscale.pipeline.graph import build_stages
     from ragscale.pipeline.stage import actor_class, sum_stats
-    from ragscale.pipeline.stages import lexical_functions, load_and_lexical, pointer_table
+    from ragscale.pipeline.stages import lexical_functions, load_and_lexical, needs_targets, pointer_table
 
     chunk = int(plan.cluster.get("chunk_size", 128))
     blocks = [pointer_table(pointers[i : i + chunk]) for i in range(0, len(pointers), chunk)]
@@ -139,7 +139,7 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
         batch_size=chunk,
         batch_format="pyarrow",
         fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "expectations": plan.expectations,
-                   "lexical": functions},
+                   "lexical": functions, "need_targets": needs_targets(plan.metrics)},
         num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
     )
     for st in build_stages(plan):

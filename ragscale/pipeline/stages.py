@@ -53,21 +53,25 @@ def pointer_table(pointers: Sequence[Pointer] | PointerArray) -> pa.Table:
 
 
 def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str],
-                     expectations: Any = None, lexical: Mapping[str, Callable] | None = None) -> pa.Table:
+                     expectations: Any = None, lexical: Mapping[str, Callable] | None = None,
+                     need_targets: bool | None = None) -> pa.Table:
     """Stage 1: read the records the pointer rows name, validate them, compute lexical metrics
     (``lexical``: name -> function, default the catalog's for ``metrics``) and the custom
-    metrics, with the fact checks of ``expectations``. One output row per pointer row."""
+    metrics, with the fact checks of ``expectations``. One output row per pointer row.
+    ``lexical`` and ``need_targets`` come from the driver's catalog (a metric declared in a
+    notebook is known there, not in the workers)."""
     t0 = time.perf_counter()
     functions = lexical_functions(metrics) if lexical is None else lexical
+    need_targets = needs_targets(metrics) if need_targets is None else need_targets
     pointers = [Pointer(**p) for p in batch.to_pylist()]
-    rows = [_record_row(files, p, raw, metrics, functions, expectations)
+    rows = [_record_row(files, p, raw, metrics, functions, need_targets, expectations)
             for p, raw in zip(pointers, read_raw(files, pointers))]
     add_stats(rows, time_lexical_s=time.perf_counter() - t0)
     return to_table(rows)
 
 
 def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str],
-                functions: Mapping[str, Callable], expectations: Any = None) -> dict:
+                functions: Mapping[str, Callable], need_targets: bool, expectations: Any = None) -> dict:
     f = files[p.file_idx]
     row = {
         "key": p.key(files),
@@ -97,7 +101,7 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
                 row["model_id"] = obj["model_id"]
             if obj.get("task_id") is not None:
                 row["task_id"] = str(obj["task_id"])
-        row.update(extract_fields(obj, need_targets=needs_targets(metrics)))
+        row.update(extract_fields(obj, need_targets=need_targets))
         try:
             m = lexical_metrics(row["prediction"], row["targets"], row["passages"], functions)
             if CUSTOM_NAMES & set(metrics):
