@@ -48,6 +48,7 @@ def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
     """One judge after another, one prompt at a time, in input order; greedy, no retries."""
     from ragscale.judges import JUDGES
     from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
+    from ragscale.record import input_view
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
@@ -62,7 +63,7 @@ def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
     for name in judges:
         for i, row in enumerate(rows):
             try:  # fan-out rounds are asked one prompt after another, as ragas does
-                result = drive(JUDGES[name].start(json.loads(row["raw"]), row), ask)
+                result = drive(JUDGES[name].start(input_view(row), row), ask)
             except JudgeParseError:
                 result = None
             if isinstance(result, Undefined):
@@ -79,7 +80,7 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
 
     from ragscale.judges import JUDGES
     from ragscale.pipeline.stage import process_table
-    from ragscale.records import ROW_SCHEMA
+    from ragscale.record import ROW_SCHEMA
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
     for start in range(0, len(rows), batch_size):

@@ -75,6 +75,7 @@ def orag_way(engine: CountingEngine, rows: list[dict], judges: list[str]) -> tup
     """Per query, each judge in turn, each prompt waiting for the previous one."""
     from ragscale.judges import JUDGES
     from ragscale.judges.base import JudgeParseError, drive
+    from ragscale.record import input_view
 
     values, per_query = {}, []
     for i, row in enumerate(rows):
@@ -83,7 +84,7 @@ def orag_way(engine: CountingEngine, rows: list[dict], judges: list[str]) -> tup
         for name in judges:
             spec = JUDGES[name]
             try:
-                result = drive(spec.start(json.loads(row["raw"]), row), engine)
+                result = drive(spec.start(input_view(row), row), engine)
             except JudgeParseError:
                 result = None
             m = judge_metrics(result, spec)
@@ -98,7 +99,7 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
     import pyarrow as pa
 
     from ragscale.pipeline.stage import process_table
-    from ragscale.records import ROW_SCHEMA
+    from ragscale.record import ROW_SCHEMA
 
     values, counts = {}, {"engine_calls": 0, "generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
     calls = 0

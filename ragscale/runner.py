@@ -32,7 +32,7 @@ def _one_line(e: BaseException) -> str:
 def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer) -> tuple:
     """Stream ``todo`` through the Ray pipeline into ``writer``; returns (failure, ray_info, stats)."""
     from ragscale.pipeline.execute import Progress, ray_session, run_pipeline
-    from ragscale.records import output_record
+    from ragscale.record import output_line
 
     failure, ray_info, stats = None, {}, {}
     try:
@@ -42,7 +42,7 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer) -
 
                 def on_rows(rows: list[dict]) -> None:
                     before = writer.errors
-                    writer.write(output_record(r) for r in rows)
+                    writer.write_lines((r["key"], output_line(r), r["error"] is not None) for r in rows)
                     progress.update(len(rows), writer.errors - before)
 
                 stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars)

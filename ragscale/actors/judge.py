@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from ragscale.actors.engines import build
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
 from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
-from ragscale.records import add_judge_errors
+from ragscale.record import add_judge_errors, input_view
 
 _COUNTERS = ("prompts", "cache_hits", "dedup_hits", "generations", "retries", "parse_failures", "engine_errors",
              "prompt_tokens", "completion_tokens")
@@ -210,7 +210,7 @@ class JudgeActor:
         final: dict[tuple[int, str], tuple[Any, dict | None]] = {}
         item_errors: dict[tuple[int, str], list[dict]] = {}
         for r, row in enumerate(rows):
-            obj = json.loads(row["raw"])
+            obj = input_view(row)
             for spec in specs:
                 key = (r, spec.name)
                 runs[key] = spec.start(obj, row, **self.options.get(spec.name, {}))

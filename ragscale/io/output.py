@@ -164,6 +164,18 @@ class RecordWriter:
             self.errors += rec.get("error") is not None
         self.fh.flush()
 
+    def write_lines(self, items: Iterable[tuple[str, str, bool]]) -> None:
+        """Append ready lines: (record key, JSON line, has an error); a key already written is dropped."""
+        for key, line, errored in items:
+            if key in self.seen:
+                self.duplicates += 1
+                continue
+            self.seen.add(key)
+            self.fh.write(line + "\n")
+            self.written += 1
+            self.errors += errored
+        self.fh.flush()
+
     def close(self) -> None:
         self.fh.close()
 

@@ -38,7 +38,7 @@ from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePromp
                                   load_json_object)
 from ragscale.judges.umbrela import orag_messages
 from ragscale.metrics.trec import SUPPORT_SCORES, citation_scores, parse_generated_answer
-from ragscale.records import passage_ids_of
+from ragscale.record import passage_ids_of
 from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "citation"

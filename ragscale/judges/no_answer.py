@@ -22,7 +22,7 @@ from __future__ import annotations
 from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.umbrela import orag_messages
 from ragscale.metrics.trec import answer_text
-from ragscale.records import query_of
+from ragscale.record import query_of
 from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "no_answer"

@@ -86,7 +86,7 @@ from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt
 from ragscale.judges.templates import load_template
 from ragscale.metrics.nuggets import ASSIGNMENT_SCORES, IMPORTANCES, KEEP, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import answer_text
-from ragscale.records import passage_ids_of, query_of
+from ragscale.record import passage_ids_of, query_of
 from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "nuggets"

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.faithfulness import _input_json
 from ragscale.judges.templates import load_template
-from ragscale.records import query_of
+from ragscale.record import query_of
 from ragscale.metrics.registry import MetricSpec, declare
 
 VERSION = "ragas-0.4.3-v1"

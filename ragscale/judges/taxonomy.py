@@ -35,7 +35,7 @@ from ragscale.judges.templates import fence, load_template
 from ragscale.metrics.taxonomy import (ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS, GENERATION_METRICS,
                                        GROUNDING_METRICS, RETRIEVAL_METRICS, generation_scores, grounding_scores,
                                        retrieval_scores)
-from ragscale.records import query_of
+from ragscale.record import query_of
 
 VERSION = "ragscale-taxonomy-v1"
 RETRIEVAL, GROUNDING, GENERATION = "taxonomy_retrieval", "taxonomy_grounding", "taxonomy_generation"

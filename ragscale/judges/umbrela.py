@@ -39,7 +39,7 @@ from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePromp
                                   load_json_object)
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.trec import umbrela_mean
-from ragscale.records import passage_ids_of, query_of
+from ragscale.record import passage_ids_of, query_of
 from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "umbrela"

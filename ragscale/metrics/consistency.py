@@ -108,7 +108,7 @@ def collect_groups(records: Iterable[dict], metrics: Sequence[str],
     have an answer. Each group: model_id, query_id, runs, answers (citations removed), and
     per metric the per-run numbers (``scalar(name, value)`` turns a value into a number)."""
     from ragscale.metrics.trec import answer_text
-    from ragscale.records import answer_of
+    from ragscale.record import answer_of
 
     groups: dict[tuple[str, str], dict] = {}
     for rec in records:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import pyarrow as pa
 
-from ragscale.records import ROW_SCHEMA, error_json
+from ragscale.record import ROW_SCHEMA, error_json
 
 
 class Worker(Protocol):

@@ -14,14 +14,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
-from ragscale.errors import RecordError
 from ragscale.io.expectations import check
 from ragscale.io.inputs import InputFile, Pointer, PointerArray, read_raw
 from ragscale.metrics.aggregate import rb_agg
 from ragscale.metrics.custom import CUSTOM_METRICS, FACT_METRICS, custom_metrics
 from ragscale.metrics.conditioning import CONDITIONED, HMEANS, harmonic_mean, idk_conditioned, idk_underspecified_conditioned
 from ragscale.pipeline.stage import add_stats, to_table
-from ragscale.records import add_judge_errors, error_json, extract_fields, query_of
+from ragscale.record import add_judge_errors, error_json, read_record
 
 
 
@@ -73,51 +72,24 @@ def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Se
 def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str],
                 functions: Mapping[str, Callable], need_targets: bool, expectations: Any = None) -> dict:
     f = files[p.file_idx]
-    row = {
-        "key": p.key(files),
-        "model_id": f.stem,
-        "task_id": p.task,
-        "source_file": f.path,
-        "source_line": p.line,
-        "raw": raw,
-        "prediction": None,
-        "targets": None,
-        "passages": None,
-        "answerability": None,
-        "metrics": "{}",
-        "warnings": [],
-        "error": None,
-        "judge_errors": None,
-        "stats": None,
-        "details": None,
-    }
+    row = read_record(raw, key=p.key(files), model_id=f.stem, task_id=p.task, source_file=f.path,
+                      source_line=p.line, need_targets=need_targets).to_row()
+    if row["error"]:
+        return row
     try:
-        try:
-            obj = json.loads(raw)
-        except ValueError as e:
-            raise RecordError("input", f"line is not valid JSON: {e}") from None
-        if isinstance(obj, dict):
-            if isinstance(obj.get("model_id"), str) and obj["model_id"].strip():
-                row["model_id"] = obj["model_id"]
-            if obj.get("task_id") is not None:
-                row["task_id"] = str(obj["task_id"])
-        row.update(extract_fields(obj, need_targets=need_targets))
-        try:
-            m = lexical_metrics(row["prediction"], row["targets"], row["passages"], functions)
-            if CUSTOM_NAMES & set(metrics):
-                m.update(custom_record_metrics(row, obj, metrics, expectations))
-            row["metrics"] = json.dumps(m)
-        except Exception as e:  # noqa: BLE001 - one bad record must not stop the run
-            raise RecordError("lexical", f"{type(e).__name__}: {e}") from None
-    except RecordError as e:
-        row["error"] = error_json(e.stage, e.message)
+        m = lexical_metrics(row["prediction"], row["targets"], row["passages"], functions)
+        if CUSTOM_NAMES & set(metrics):
+            m.update(custom_record_metrics(row, metrics, expectations))
+        row["metrics"] = json.dumps(m)
+    except Exception as e:  # noqa: BLE001 - one bad record must not stop the run
+        row["error"] = error_json("lexical", f"{type(e).__name__}: {e}")
     return row
 
 
 CUSTOM_NAMES = frozenset({*CUSTOM_METRICS, *FACT_METRICS})
 
 
-def custom_record_metrics(row: dict, obj: dict, metrics: Sequence[str], expectations: Any) -> dict:
+def custom_record_metrics(row: dict, metrics: Sequence[str], expectations: Any) -> dict:
     """The custom answer metrics of one record (seed "Evaluation Metrics Documentation") and
     its fact checks; the checks' outcomes go to ``details.fact_checks``. Reference-based
     metrics are null with a warning when the record has no reference answer."""
@@ -129,7 +101,7 @@ def custom_record_metrics(row: dict, obj: dict, metrics: Sequence[str], expectat
         row["warnings"] = [*row["warnings"], "no reference answer: the reference-based custom metrics are null"]
     wanted = [n for n in FACT_METRICS if n in enabled]
     if wanted:
-        exp = expectations.find(row["task_id"], query_of(obj)) if expectations is not None else None
+        exp = expectations.find(row["task_id"], row["query"]) if expectations is not None else None
         scores, details = check(exp, answer) if exp is not None else ({}, None)
         for n in wanted:
             out[n] = scores.get(n)

@@ -296,7 +296,7 @@ class _Scan:
 
     @staticmethod
     def _info(rec: dict, model: str, key: str, metrics: dict) -> dict:
-        from ragscale.records import answer_of, query_of
+        from ragscale.record import answer_of, query_of
         from ragscale.report.summary import record_scalar
 
         values: dict[str, Any] = {}

@@ -62,7 +62,7 @@ from typing import Any, Iterable
 
 from ragscale.io.output import RECORDS, iter_records
 from ragscale.metrics.trec import parse_generated_answer
-from ragscale.records import answer_of, query_of
+from ragscale.record import answer_of, query_of
 
 RUN_FIELDS = (
     "retrieved_passages",

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
-from ragscale.records import answer_of, answerability_of
+from ragscale.record import answer_of, answerability_of
 
 ALL = "ALL"
 TURN_BUCKETS = ("1", ">1")  # MT-RAG: the first turn vs. the later turns of a conversation

@@ -130,12 +130,10 @@ def test_hhem_module_does_not_import_torch():
 
 
 def _row(key, prediction, passages, error=None, metrics=None):
-    return {
-        "key": key, "model_id": "m", "task_id": key, "source_file": "f.jsonl", "source_line": 1, "raw": "{}",
-        "prediction": prediction, "targets": ["t"], "passages": passages, "answerability": None,
-        "metrics": json.dumps(metrics or {"Recall": [0.5]}), "warnings": [], "error": error,
-        "judge_errors": None, "stats": None, "details": None,
-    }
+    from ragscale.record import Record
+
+    return {**Record(key, "m", key, "f.jsonl", 1, input_json="{}").to_row(), "prediction": prediction,
+            "targets": ["t"], "passages": passages, "metrics": json.dumps(metrics or {"Recall": [0.5]}), "error": error}
 
 
 def test_nli_actor_rows(tiny_hhem, scorer):
@@ -143,7 +141,7 @@ def test_nli_actor_rows(tiny_hhem, scorer):
 
     from ragscale.actors.nli import NLIActor
     from ragscale.pipeline.stage import process_table
-    from ragscale.records import ROW_SCHEMA, error_json
+    from ragscale.record import ROW_SCHEMA, error_json
 
     long_passages = [("water is wet " + "w" * 50 + " ") * 100, ("The sky is blue " + "s" * 50 + " ") * 100]  # cut to 8192 chars
     rows = [

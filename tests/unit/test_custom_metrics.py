@@ -9,7 +9,7 @@ from conftest import ROOT
 from ragscale.errors import UserError
 from ragscale.io.expectations import check, load_expectations, parse_expectations
 from ragscale.metrics import custom
-from ragscale.records import answer_of, extract_fields, query_of
+from ragscale.record import answer_of, extract_fields, query_of
 
 DATA = os.path.join(ROOT, "ragscale", "data")
 

@@ -183,10 +183,10 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
 
     out = process_table(judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite")), "judge",
                         rows).to_pylist()
-    with_passages = sum(1 for r in out if json.loads(r["raw"])["contexts"])
+    with_passages = sum(1 for r in out if json.loads(r["input_json"])["contexts"])
     assert 0 < with_passages < 8 and calls == [with_passages, with_passages]
     for r in out:
-        obj = json.loads(r["raw"])
+        obj = json.loads(r["input_json"])
         q = "\n".join(f"{t['speaker']}: {t['text']}" for t in obj["input"])
         expected, _ = ours(q, obj["predictions"][0]["text"], [c["text"] for c in obj["contexts"]])
         if isinstance(expected, Undefined):  # no passages: null, and the reason on the record

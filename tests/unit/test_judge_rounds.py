@@ -8,16 +8,15 @@ import json
 import pyarrow as pa
 import pytest
 
-from ragscale.records import ROW_SCHEMA
+from ragscale.record import ROW_SCHEMA, read_record
 
 
 def _row(key, query, answer, passages):
     raw = {"format": "open-rag-eval-csv", "query_id": key, "query": query, "query_run": 1,
            "passages": [{"id": f"[{i + 1}]", "text": p} for i, p in enumerate(passages)],
            "generated_answer": answer, "answer_status": "ok"}
-    return {"key": key, "model_id": "m", "task_id": key, "source_file": "f", "source_line": 1, "raw": json.dumps(raw),
-            "prediction": answer, "targets": [], "passages": passages, "answerability": None, "metrics": "{}",
-            "warnings": [], "error": None, "judge_errors": None, "stats": None, "details": None}
+    return read_record(json.dumps(raw), key=key, model_id="m", task_id=key, source_file="f", source_line=1,
+                       need_targets=False).to_row()
 
 
 @pytest.fixture

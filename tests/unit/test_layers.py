@@ -21,7 +21,7 @@ HEAVY = ("ray", "torch", "vllm", "transformers", "llama_cpp")
 
 # layer (a module or package under ragscale/) -> import prefixes it must never use
 RULES = {
-    "records.py": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
+    "record.py": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "metrics": ("ray", "vllm", "llama_cpp", "ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "judges": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "io": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
@@ -81,7 +81,7 @@ def test_no_top_level_actors_or_conf_package():
 
 
 def test_importing_the_pure_layers_loads_no_heavy_module():
-    code = ("import sys, ragscale, ragscale.records, ragscale.metrics.registry, ragscale.metrics.lexical, "
+    code = ("import sys, ragscale, ragscale.record, ragscale.metrics.registry, ragscale.metrics.lexical, "
             "ragscale.metrics.bertscore, ragscale.judges, ragscale.io.inputs, ragscale.io.output, "
             "ragscale.io.frames, ragscale.report.summary, ragscale.report.leaderboard, ragscale.pipeline.graph, "
             "ragscale.pipeline.stages, ragscale.plan, ragscale.cli;"

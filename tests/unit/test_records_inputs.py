@@ -11,7 +11,7 @@ from ragscale.errors import RecordError, UserError
 from ragscale.io.inputs import Pointer, PointerArray, key_code, order_for_sweep, read_raw, resolve_inputs, scan
 from ragscale.io.output import RecordKeys, RecordWriter, finished_keys, iter_records, prepare
 from ragscale.metrics.registry import resolve_metrics, validate_steps
-from ragscale.records import answerability_of, clean_nan, extract_fields, output_record
+from ragscale.record import answerability_of, clean_nan, extract_fields, output_line, read_record
 from ragscale.report.summary import record_scalar
 from ragscale.pipeline.stages import pointer_table
 
@@ -51,10 +51,13 @@ def test_extract_fields_rejects_bad_records(patch, message):
 
 def test_nan_tokens_parse_and_are_written_as_null():
     raw = '{"task_id": "t", "Multi-Turn": NaN, "predictions": [{"text": "a"}], "targets": [{"text": "b"}]}'
-    row = {"raw": raw, "model_id": "m", "metrics": json.dumps({"Recall": [0.0]}), "error": None,
-           "key": "k:1", "source_file": "f", "source_line": 1, "warnings": []}
-    rec = output_record(row)
-    assert rec["Multi-Turn"] is None and rec["model_id"] == "m" and rec["metrics"] == {"Recall": [0.0]}
+    row = read_record(raw, key="k:1", model_id="m", task_id=None, source_file="f", source_line=1,
+                      need_targets=True).to_row()
+    row["metrics"] = json.dumps({"Recall": [0.0], "odd": float("nan")})
+    rec = json.loads(output_line(row))
+    assert rec["Multi-Turn"] is None and rec["model_id"] == "m" and rec["metrics"] == {"Recall": [0.0], "odd": None}
+    assert rec["ragscale"] == {"record_key": "k:1", "source_file": "f", "source_line": 1, "warnings": [],
+                               "judge_errors": [], "details": {}}
     json.dumps(rec, allow_nan=False)
     assert clean_nan([float("nan"), {"x": float("inf")}]) == [None, {"x": None}]
 
@@ -159,7 +162,7 @@ def test_summary_scalar_reduction():
 def test_metric_modules_import_neither_torch_nor_ray():
     code = (
         "import sys, ragscale.metrics.lexical, ragscale.metrics.bertscore, ragscale.metrics.aggregate, "
-        "ragscale.records, ragscale.io.inputs, ragscale.io.output, ragscale.report.summary, ragscale.pipeline.stages;"
+        "ragscale.record, ragscale.io.inputs, ragscale.io.output, ragscale.report.summary, ragscale.pipeline.stages;"
         "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -1,21 +1,26 @@
 """The Record: the one contract between input readers, pipeline stages and writers.
 
-A pipeline row carries the input record verbatim (``raw``, JSON text) plus the fields
-that the metrics need, extracted and validated once (``prediction``, ``targets``,
-``passages``), the metrics computed so far (JSON text) and an ``error`` (JSON text or
-null). Every stage keeps one output row per input row.
+``read_record`` parses an input line once and extracts, validated, everything the stages
+need: the answer (``prediction``), reference answers (``targets``), passages with their ids,
+the question and the conversation turns, answerability, open-rag-eval's answer status and
+the input's own taxonomy labels. A pipeline row is the Record's typed columns (``ROW_SCHEMA``)
+plus what the stages add: metrics, warnings, an ``error`` ({stage, message}), judge errors,
+details and batch counters. The writer rebuilds the output line from ``input_json`` (the
+input object as the output keeps it) without parsing the input again.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 import pyarrow as pa
 
 from ragscale.errors import RecordError
 
+TURN = pa.struct([("speaker", pa.string()), ("text", pa.string())])
 ROW_SCHEMA = pa.schema(
     [
         ("key", pa.string()),
@@ -23,11 +28,17 @@ ROW_SCHEMA = pa.schema(
         ("task_id", pa.string()),
         ("source_file", pa.string()),
         ("source_line", pa.int64()),
-        ("raw", pa.string()),
+        ("input_json", pa.string()),  # the input object as the output keeps it (NaN as null, reserved keys out)
+        ("input_metrics", pa.string()),  # the input's own metrics (JSON), merged under ours on output
+        ("query", pa.string()),
+        ("conversation", pa.list_(TURN)),
         ("prediction", pa.string()),
         ("targets", pa.list_(pa.string())),
         ("passages", pa.list_(pa.string())),
+        ("passage_ids", pa.list_(pa.string())),
         ("answerability", pa.string()),
+        ("answer_status", pa.string()),
+        ("labels", pa.string()),  # the input's taxonomy labels (JSON), read by the taxonomy judges only
         ("metrics", pa.string()),
         ("warnings", pa.list_(pa.string())),
         ("error", pa.string()),
@@ -36,6 +47,52 @@ ROW_SCHEMA = pa.schema(
         ("details", pa.string()),  # JSON {judge: details} (rationales, per-item labels)
     ]
 )
+RESERVED = ("model_id", "metrics", "error", "ragscale")  # keys of an output record that ragscale writes
+
+
+@dataclass
+class Record:
+    """One input record as every stage sees it, built once by ``read_record``."""
+
+    key: str
+    model_id: str
+    task_id: str | None
+    source_file: str
+    source_line: int
+    input_json: str
+    input_metrics: str | None = None
+    query: str = ""
+    conversation: list[dict] | None = None
+    prediction: str | None = None
+    targets: list[str] | None = None
+    passages: list[str] | None = None
+    passage_ids: list[str] | None = None
+    answerability: str | None = None
+    answer_status: str | None = None
+    labels: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_row(self) -> dict:
+        """The pipeline row of the record (``ROW_SCHEMA``), before any metric."""
+        return {**asdict(self), "metrics": "{}", "judge_errors": None, "stats": None, "details": None}
+
+
+def input_view(row: dict) -> dict:
+    """The input fields a judge reads (its ``obj``), rebuilt from a row's typed columns: the
+    conversation turns, the question, passage ids, open-rag-eval's answer status and the
+    taxonomy labels; what ``query_of``, ``passage_ids_of`` and the judges find in it is
+    what they found in the input record."""
+    view: dict[str, Any] = {"query": row.get("query") or ""}
+    if row.get("conversation") is not None:
+        view["input"] = row["conversation"]
+    if row.get("passage_ids") is not None:
+        view["passages"] = [{"id": pid} for pid in row["passage_ids"]]
+    if row.get("answer_status") is not None:
+        view["answer_status"] = row["answer_status"]
+    if row.get("labels") is not None:
+        view["labels"] = json.loads(row["labels"])
+    return view
 
 
 def clean_nan(value: Any) -> Any:
@@ -225,29 +282,72 @@ def error_json(stage: str, message: str) -> str:
     return json.dumps({"stage": stage, "message": message})
 
 
-def output_record(row: dict) -> dict:
-    """The record written to records.jsonl: input fields kept (NaN as null), plus
-    ``model_id``, ``metrics`` (merged over any metrics the input already had), ``error``
-    and ``ragscale`` provenance (record key, source file and line, warnings, judge parse
-    failures with their raw outputs)."""
+def _turns(value: Any) -> list[dict] | None:
+    """MT-RAG's conversation turns as ``{speaker, text}`` strings (what the judges render); None
+    when the input has no turns or they are not objects."""
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        return None
+    return [{k: (None if t.get(k) is None else str(t.get(k))) for k in ("speaker", "text")} for t in value]
+
+
+def read_record(raw: str, *, key: str, model_id: str, task_id: str | None, source_file: str, source_line: int,
+                need_targets: bool) -> Record:
+    """Parse one input line (the only parse of it) into a Record; a bad record gets an ``error``
+    (stage ``input``) and keeps its input for the output."""
+    rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({"input_line": raw}))
     try:
-        obj = json.loads(row["raw"])
-    except (TypeError, ValueError):
-        obj = None
-    if not isinstance(obj, dict):
-        obj = {"input_line": row["raw"]}
-    obj = clean_nan(obj)
-    metrics = dict(obj.get("metrics") or {}) if isinstance(obj.get("metrics"), dict) else {}
-    metrics.update(json.loads(row["metrics"]) if row.get("metrics") else {})
-    obj["model_id"] = row["model_id"]
-    obj["metrics"] = metrics
-    obj["error"] = json.loads(row["error"]) if row.get("error") else None
-    obj["ragscale"] = {
-        "record_key": row["key"],
-        "source_file": row["source_file"],
-        "source_line": row["source_line"],
-        "warnings": list(row.get("warnings") or []),
-        "judge_errors": json.loads(row["judge_errors"]) if row.get("judge_errors") else [],
-        "details": json.loads(row["details"]) if row.get("details") else {},
-    }
-    return obj
+        obj = json.loads(raw)
+    except ValueError as e:
+        rec.error = error_json("input", f"line is not valid JSON: {e}")
+        return rec
+    if isinstance(obj, dict):
+        clean = clean_nan(obj)
+        rec.input_json = json.dumps({k: v for k, v in clean.items() if k not in RESERVED}, ensure_ascii=False)
+        if isinstance(clean.get("metrics"), dict) and clean["metrics"]:
+            rec.input_metrics = json.dumps(clean["metrics"], ensure_ascii=False)
+        if isinstance(obj.get("model_id"), str) and obj["model_id"].strip():
+            rec.model_id = obj["model_id"]
+        if obj.get("task_id") is not None:
+            rec.task_id = str(obj["task_id"])
+        rec.query, rec.conversation = query_of(obj), _turns(obj.get("input"))
+        if isinstance(obj.get("answer_status"), str):
+            rec.answer_status = obj["answer_status"]
+        if obj.get("labels") is not None:
+            rec.labels = json.dumps(clean["labels"])
+    try:
+        fields = extract_fields(obj, need_targets=need_targets)
+    except RecordError as e:
+        rec.error = error_json(e.stage, e.message)
+        return rec
+    rec.warnings = list(fields.pop("warnings", []))
+    for name, value in fields.items():
+        setattr(rec, name, value)
+    rec.passage_ids = passage_ids_of(obj, len(rec.passages or []))
+    return rec
+
+
+def _finite(text: str | None, default: str) -> str:
+    """A stage's JSON text as the output writes it: non-finite numbers (never valid JSON) as null."""
+    if not text:
+        return default
+    if "NaN" in text or "Infinity" in text:
+        return json.dumps(clean_nan(json.loads(text)), ensure_ascii=False)
+    return text
+
+
+def output_line(row: dict) -> str:
+    """The records.jsonl line of a finished row: the input's fields kept (NaN as null), plus
+    ``model_id``, ``metrics`` (merged over any metrics the input already had), ``error`` and
+    ``ragscale`` provenance (record key, source file and line, warnings, judge errors with
+    their raw outputs, details). Built from the row's JSON texts without parsing them."""
+    metrics = _finite(row.get("metrics"), "{}")
+    if row.get("input_metrics"):
+        metrics = json.dumps({**json.loads(row["input_metrics"]), **json.loads(metrics)}, ensure_ascii=False)
+    prov = (f'{{"record_key": {json.dumps(row["key"])}, "source_file": {json.dumps(row["source_file"])}, '
+            f'"source_line": {int(row["source_line"])}, '
+            f'"warnings": {json.dumps(list(row.get("warnings") or []), ensure_ascii=False)}, '
+            f'"judge_errors": {_finite(row.get("judge_errors"), "[]")}, "details": {_finite(row.get("details"), "{}")}}}')
+    head = (row.get("input_json") or "{}")[:-1]
+    tail = (f'"model_id": {json.dumps(row["model_id"], ensure_ascii=False)}, "metrics": {metrics}, '
+            f'"error": {row.get("error") or "null"}, "ragscale": {prov}}}')
+    return head + (", " if head.strip() != "{" else "") + tail
