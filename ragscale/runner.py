@@ -75,23 +75,14 @@ def _scan(cfg: Any, plan: RunPlan, out_dir: str) -> tuple:
     return plan, pointers, keys, pointers[~keys.done_mask(pointers)]
 
 
-def _consistency(plan: RunPlan, out_dir: str) -> tuple[dict | None, str | None]:
+def _consistency(plan: RunPlan, out_dir: str, groups: list[dict]) -> tuple[dict | None, str | None]:
     """Consistency across repeated runs (step ``consistency``): (summary block, failure)."""
     try:
         from ragscale.pipeline.consistency import run_consistency
 
-        return run_consistency(out_dir, list(plan.metrics), plan.encoder_kwargs, plan.baseline, plan.cluster), None
+        return run_consistency(out_dir, groups, plan.encoder_kwargs, plan.baseline, plan.cluster), None
     except Exception as e:  # noqa: BLE001 - the records are kept; the run is marked failed
         return None, f"consistency: {type(e).__name__}: {e}"
-
-
-def _summarize(plan: RunPlan, out_dir: str, consistency: dict | None) -> tuple[dict, str | None]:
-    from ragscale.report.summary import finalize
-
-    try:
-        return finalize(out_dir, list(plan.metrics) + plan.panel_columns(), consistency=consistency), None
-    except Exception as e:  # noqa: BLE001 - records.jsonl is complete; re-running rewrites the summary
-        return {"metrics": list(plan.metrics), "models": {}, "overall": None}, f"summary: {_one_line(e)}"
 
 
 def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -> int:
@@ -116,14 +107,7 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
     t1 = time.time()
     failure, ray_info, stats = _stream(cfg, plan, todo, writer, printer)
     timings["pipeline_wall"] = time.time() - t1
-    consistency, t3 = None, time.time()
-    if "consistency" in plan.steps and not failure:
-        consistency, failure = _consistency(plan, out_dir)
-    timings["consistency"] = time.time() - t3
-    t2 = time.time()
-    summary, summary_failure = _summarize(plan, out_dir, consistency)
-    failure = failure or summary_failure
-    timings["finalize"] = time.time() - t2
+    summary, outputs, failure = _finish(cfg, plan, out_dir, failure, timings, printer)
     missing = len(pointers) - keys.expected_done()
     timings["total"] = time.time() - t_start
     records = {"in": len(pointers), "resumed": len(pointers) - len(todo), "written_this_run": writer.written,
@@ -131,13 +115,37 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
                "missing": missing, "duplicates_dropped": writer.duplicates}
     info = build_run_info(cfg, plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
                           ray_info=ray_info, records=records)
-    from ragscale.report.sinks import write_reports
-
-    info["outputs"] = write_reports(cfg, plan, out_dir, summary, info, printer)
+    info["outputs"] = outputs.finish_reports(summary, info)
     with open(os.path.join(out_dir, "run.json"), "w") as fh:
         json.dump(info, fh, indent=2, default=str)
     _print_end(cfg, out_dir, summary, info, printer)
     return 1 if failure or missing else 0
+
+
+def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings: dict,
+            printer: Printer) -> tuple[dict, Any, str | None]:
+    """The one pass over records.jsonl (summary, parquet, consistency groups, report sinks), then
+    consistency and the summary files; returns (summary, the report sinks, failure)."""
+    from ragscale.report.sinks import Outputs
+
+    t2 = time.time()
+    outputs = Outputs(cfg, plan, out_dir, printer)
+    summary: dict = {"metrics": list(plan.metrics), "models": {}, "overall": None}
+    try:
+        outputs.read()
+    except Exception as e:  # noqa: BLE001 - records.jsonl is complete; re-running rewrites the summary
+        timings["finalize"], timings["consistency"] = time.time() - t2, 0.0
+        return summary, outputs, failure or f"summary: {_one_line(e)}"
+    consistency, t3 = None, time.time()
+    if outputs.groups is not None and not failure:
+        consistency, failure = _consistency(plan, out_dir, outputs.groups.result())
+    timings["consistency"] = time.time() - t3
+    try:
+        summary = outputs.finish_summary(consistency)
+    except Exception as e:  # noqa: BLE001 - records.jsonl is complete; re-running rewrites the summary
+        failure = failure or f"summary: {_one_line(e)}"
+    timings["finalize"] = time.time() - t2 - timings["consistency"]
+    return summary, outputs, failure
 
 
 def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Printer) -> None:

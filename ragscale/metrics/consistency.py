@@ -102,27 +102,50 @@ def group_key(rec: dict) -> tuple[str, str] | None:
     return None if q is None else (str(rec.get("model_id")), str(q))
 
 
+def numeric_metrics(metrics: Sequence[str]) -> list[str]:
+    """The metrics whose spread across runs is described (not per-passage vectors)."""
+    from ragscale.metrics.registry import lookup
+
+    return [m for m in metrics if lookup(m) is None or lookup(m).shape != "vector"]
+
+
+class GroupCollector:
+    """The runs of each (model, query), collected a record at a time (one pass over the records
+    shared with the report sinks). ``scalar(name, value)`` turns a metric value into a number."""
+
+    def __init__(self, metrics: Sequence[str], scalar: Any):
+        self.metrics, self.scalar = list(metrics), scalar
+        self.groups: dict[tuple[str, str], dict] = {}
+
+    def add(self, rec: dict) -> None:
+        from ragscale.metrics.trec import answer_text
+        from ragscale.record import answer_of
+
+        key = group_key(rec)
+        if key is None or rec.get("error"):
+            return
+        g = self.groups.setdefault(key, {"model_id": key[0], "query_id": key[1], "runs": [], "answers": [],
+                                         "values": {m: [] for m in self.metrics}})
+        answer = answer_of(rec)
+        g["runs"].append(run_of(rec))
+        g["answers"].append(answer_text(answer).strip() if isinstance(answer, str) else "")
+        for m in self.metrics:
+            g["values"][m].append(self.scalar(m, (rec.get("metrics") or {}).get(m)))
+
+    def result(self) -> list[dict]:
+        """The groups with >= MIN_RUNS runs that have an answer."""
+        return [g for g in self.groups.values() if len(g["runs"]) >= MIN_RUNS]
+
+
 def collect_groups(records: Iterable[dict], metrics: Sequence[str],
                    scalar: Any) -> list[dict]:
     """Group finished records by (model, query) and keep those with >= MIN_RUNS runs that
     have an answer. Each group: model_id, query_id, runs, answers (citations removed), and
     per metric the per-run numbers (``scalar(name, value)`` turns a value into a number)."""
-    from ragscale.metrics.trec import answer_text
-    from ragscale.record import answer_of
-
-    groups: dict[tuple[str, str], dict] = {}
+    collector = GroupCollector(metrics, scalar)
     for rec in records:
-        key = group_key(rec)
-        if key is None or rec.get("error"):
-            continue
-        g = groups.setdefault(key, {"model_id": key[0], "query_id": key[1], "runs": [], "answers": [],
-                                    "values": {m: [] for m in metrics}})
-        answer = answer_of(rec)
-        g["runs"].append(run_of(rec))
-        g["answers"].append(answer_text(answer).strip() if isinstance(answer, str) else "")
-        for m in metrics:
-            g["values"][m].append(scalar(m, (rec.get("metrics") or {}).get(m)))
-    return [g for g in groups.values() if len(g["runs"]) >= MIN_RUNS]
+        collector.add(rec)
+    return collector.result()
 
 
 def finish_group(group: dict, bertscore_f1: Sequence[float | None] | None) -> dict:

@@ -1,7 +1,8 @@
 """Consistency across repeated runs of a query: a pass after the record pipeline.
 
-It needs every run of a query, so it reads the finished records.jsonl (resumed ones
-included), groups the runs of each (model, query), sends the groups' answers through an
+It needs every run of a query: the runner's one pass over the finished records.jsonl
+(resumed ones included) groups the runs of each (model, query)
+(ragscale.metrics.consistency.GroupCollector); this sends the groups' answers through an
 encoder actor pool for pairwise BERTScore F1 (actors.encoder.PairwiseActor), and adds
 ROUGE and per-metric statistics on the driver (ragscale.metrics.consistency). Writes
 ``consistency.jsonl`` (one line per query with >= 2 runs) and returns a per-model summary.
@@ -14,15 +15,11 @@ import os
 from typing import Any, Sequence
 
 
-def run_consistency(out_dir: str, metrics: Sequence[str], encoder: dict, baseline: dict | None,
+def run_consistency(out_dir: str, groups: Sequence[dict], encoder: dict, baseline: dict | None,
                     cluster: dict) -> dict:
-    """Compute consistency for every query with repeated runs; returns summary.json's block."""
-    from ragscale.io.output import iter_records
-    from ragscale.metrics.consistency import collect_groups, finish_group, summarize
-    from ragscale.metrics.registry import record_scalar
+    """Compute consistency for every group of repeated runs; returns summary.json's block."""
+    from ragscale.metrics.consistency import finish_group, summarize
 
-    numeric = [m for m in metrics if m != "umbrela_scores"]
-    groups = collect_groups(iter_records(os.path.join(out_dir, "records.jsonl")), numeric, record_scalar)
     bert: dict[int, list[float]] = {}
     todo = [{"i": i, "answers": [a for a in g["answers"] if a]} for i, g in enumerate(groups)]
     todo = [t for t in todo if len(t["answers"]) >= 2]

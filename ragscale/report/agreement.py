@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from ragscale.errors import UserError
 from ragscale.report.agreement_io import ALL, HumanRatings, plot, read_human, to_markdown, write_outputs
@@ -71,6 +71,22 @@ class _Join:
     example_run: tuple | None = None
 
 
+def _join_one(out: _Join, rec: Any, human: HumanRatings) -> None:
+    """Pair one run record with the most specific human key that has ratings."""
+    if not isinstance(rec, dict):
+        raise ValueError("not an object")
+    out.total += 1
+    out.run_metrics |= set((rec.get("metrics") or {}).keys())
+    keys = _run_keys(rec)
+    out.example_run = out.example_run or (keys[-1] if keys else None)
+    key = next((k for k in keys if k in human.values), None)
+    if key is None:
+        return
+    out.used.add(key)
+    out.errored += bool(rec.get("error"))
+    out.matched.append((rec, key))
+
+
 def _join(records_path: str, human: HumanRatings) -> _Join:
     """Pair each run record with the most specific human key that has ratings."""
     from ragscale.io.output import iter_records
@@ -78,18 +94,7 @@ def _join(records_path: str, human: HumanRatings) -> _Join:
     out = _Join()
     try:
         for rec in iter_records(records_path):
-            if not isinstance(rec, dict):
-                raise ValueError("not an object")
-            out.total += 1
-            out.run_metrics |= set((rec.get("metrics") or {}).keys())
-            keys = _run_keys(rec)
-            out.example_run = out.example_run or (keys[-1] if keys else None)
-            key = next((k for k in keys if k in human.values), None)
-            if key is None:
-                continue
-            out.used.add(key)
-            out.errored += bool(rec.get("error"))
-            out.matched.append((rec, key))
+            _join_one(out, rec, human)
     except ValueError as e:
         raise UserError(f"{records_path}: line {out.total + 1} is not a JSON record: {e}") from None
     return out
@@ -164,6 +169,27 @@ def _pair_rows(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRa
     return rows
 
 
+class AgreementSink:
+    """Judge-vs-human agreement from one pass over the records (shared with the other report
+    sinks): the human file is read first, each record is paired as it passes."""
+
+    def __init__(self, run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boot: int = 1000,
+                 seed: int = 0):
+        self.run_dir, self.human_path, self.n_boot, self.seed = run_dir, human_path, n_boot, seed
+        self.human = read_human(human_path)
+        if not self.human.values:
+            raise UserError(f"--human {human_path}: no human ratings found")
+        self.explicit = parse_pairs(pairs)
+        self.join = _Join()
+
+    def add(self, rec: Any) -> None:
+        _join_one(self.join, rec, self.human)
+
+    def finish(self) -> dict:
+        """The agreement result (see ``agreement``)."""
+        return _result(self.run_dir, self.human_path, self.human, self.explicit, self.join, self.n_boot, self.seed)
+
+
 def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boot: int = 1000,
               seed: int = 0) -> dict:
     """Agreement between a run's per-record metrics and human ratings (see the module docstring):
@@ -176,7 +202,11 @@ def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boo
     if not human.values:
         raise UserError(f"--human {human_path}: no human ratings found")
     explicit = parse_pairs(pairs)
-    join = _join(records_path, human)
+    return _result(run_dir, human_path, human, explicit, _join(records_path, human), n_boot, seed)
+
+
+def _result(run_dir: str, human_path: str, human: HumanRatings, explicit: dict[str, str], join: _Join, n_boot: int,
+            seed: int) -> dict:
     chosen = _choose_pairs(human.metrics(), join.run_metrics, explicit, human_path)
     if not join.matched:
         hint = f"; e.g. human {_describe(next(iter(human.values)))}"

@@ -323,20 +323,42 @@ class _Scan:
 
 # ---------------------------------------------------------------- entry point
 
-def write_report(run_dir: str, out_path: str | None = None, *, worst_n: int = 5, run_info: dict | None = None) -> str:
-    """Write the run's report (default ``<run_dir>/report.html``) and return its path."""
+class HtmlSink:
+    """report.html from one pass over the records (shared with the other report sinks) plus the
+    run's summary and run.json, rendered when the pass is over."""
+
+    def __init__(self, run_dir: str, metrics: Sequence[str] | None, worst_n: int = 5):
+        from ragscale.errors import UserError
+
+        if worst_n < 0:
+            raise UserError(f"worst_n must be >= 0, got {worst_n}")
+        self.run_dir, self.worst_n = run_dir, worst_n
+        self.scan = _Scan(list(metrics) if metrics else None, worst_n)
+
+    def add(self, rec: dict) -> None:
+        if isinstance(rec, dict):
+            self.scan.add(rec)
+
+    def finish(self, summary: dict | None, run: dict | None, out_path: str | None = None) -> str:
+        """Write the report (default ``<run_dir>/report.html``) and return its path."""
+        return _render(self.run_dir, self.scan, summary, run, self.worst_n, out_path)
+
+
+def write_report(run_dir: str, out_path: str | None = None, *, worst_n: int = 5) -> str:
+    """Write the report of a finished run dir (its records.jsonl, summary.json, run.json) and return its path."""
+    path = check_run_dir(run_dir)
+    summary = read_json(os.path.join(run_dir, "summary.json"))
+    sink = HtmlSink(run_dir, [m for m in (summary or {}).get("metrics") or [] if isinstance(m, str)], worst_n)
+    sink.scan.run(path)
+    return sink.finish(summary, read_json(os.path.join(run_dir, "run.json")), out_path)
+
+
+def _render(run_dir: str, scan: _Scan, summary: dict | None, run: dict | None, worst_n: int,
+            out_path: str | None) -> str:
     from ragscale.errors import UserError
     from ragscale.report.html_sections import (_dist_section, _errors_section, _header, _judge_section,
                                                _summary_section, _worst_section)
 
-    path = check_run_dir(run_dir)
-    if worst_n < 0:
-        raise UserError(f"worst_n must be >= 0, got {worst_n}")
-    run = run_info if run_info is not None else read_json(os.path.join(run_dir, "run.json"))
-    summary = read_json(os.path.join(run_dir, "summary.json"))
-    summ_metrics = [m for m in (summary or {}).get("metrics") or [] if isinstance(m, str)] or None
-    scan = _Scan(summ_metrics, worst_n)
-    scan.run(path)
     metrics = [m for m in scan.metrics if m in scan.dists and m not in scan.flags]
     colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(scan.models))}
     worst_metrics = [m for m in metrics if m in scan.worst]

@@ -255,46 +255,62 @@ def _order(rec: dict, seq: int) -> tuple:
     return (str(prov.get("source_file") or ""), line if isinstance(line, int) else seq, seq)
 
 
+class _Table:
+    """One model's results CSV, accumulated a record at a time: per query its runs' cells."""
+
+    def __init__(self) -> None:
+        self.queries: dict[str, dict] = {}
+        self.seq = 0
+
+    def add(self, rec: dict) -> None:
+        seq, self.seq = self.seq, self.seq + 1
+        if _skipped(rec):
+            return
+        prov = rec.get("ragscale") or {}
+        qid = rec.get("query_id") or rec.get("task_id") or prov.get("record_key") or f"record-{seq}"
+        q = self.queries.setdefault(str(qid), {"query": query_of(rec), "order": _order(rec, seq), "runs": []})
+        q["order"] = min(q["order"], _order(rec, seq))
+        run = rec.get("query_run")
+        q["runs"].append((run if isinstance(run, int) else 1, _order(rec, seq), _run_cells(rec)))
+
+    def write(self, out_path: str) -> int:
+        """Write the CSV atomically (temp file + rename); returns the number of rows (queries)."""
+        rows = []
+        n_runs = 0
+        for qid, q in sorted(self.queries.items(), key=lambda kv: kv[1]["order"]):
+            row = {"query_id": qid, "query": q["query"]}
+            runs = sorted(q["runs"], key=lambda r: (r[0], r[1]))
+            n_runs = max(n_runs, len(runs))
+            for i, (_, _, cells) in enumerate(runs, start=1):
+                for field, value in cells.items():
+                    row[f"run_{i}_{field}"] = json.dumps(value)
+            rows.append(row)
+        header = [c for c in columns(n_runs) if c in ("query_id", "query") or any(c in r for r in rows)]
+        d = os.path.dirname(os.path.abspath(out_path))
+        os.makedirs(d, exist_ok=True)
+        tmp = f"{out_path}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh, lineterminator="\n")  # pandas' to_csv: minimal quoting, \n
+                w.writerow(header)
+                for row in rows:
+                    w.writerow([row.get(c, "") for c in header])
+            os.replace(tmp, out_path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        return len(rows)
+
+
 def export_orag_csv(records: Iterable[dict], out_path: str) -> int:
     """Write ``records`` (ragscale output records) as open-rag-eval's TREC results CSV
     (``TRECEvaluator.to_csv`` layout, see the module docstring); returns the number of
     rows (queries) written. Rows follow the input order (source file, CSV line), runs
     within a row ascend by ``query_run``. Written atomically (temp file + rename)."""
-    queries: dict[str, dict] = {}
-    for seq, rec in enumerate(records):
-        if _skipped(rec):
-            continue
-        prov = rec.get("ragscale") or {}
-        qid = rec.get("query_id") or rec.get("task_id") or prov.get("record_key") or f"record-{seq}"
-        q = queries.setdefault(str(qid), {"query": query_of(rec), "order": _order(rec, seq), "runs": []})
-        q["order"] = min(q["order"], _order(rec, seq))
-        run = rec.get("query_run")
-        q["runs"].append((run if isinstance(run, int) else 1, _order(rec, seq), _run_cells(rec)))
-    rows = []
-    n_runs = 0
-    for qid, q in sorted(queries.items(), key=lambda kv: kv[1]["order"]):
-        row = {"query_id": qid, "query": q["query"]}
-        runs = sorted(q["runs"], key=lambda r: (r[0], r[1]))
-        n_runs = max(n_runs, len(runs))
-        for i, (_, _, cells) in enumerate(runs, start=1):
-            for field, value in cells.items():
-                row[f"run_{i}_{field}"] = json.dumps(value)
-        rows.append(row)
-    header = [c for c in columns(n_runs) if c in ("query_id", "query") or any(c in r for r in rows)]
-    d = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(d, exist_ok=True)
-    tmp = f"{out_path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh, lineterminator="\n")  # pandas' to_csv: minimal quoting, \n
-            w.writerow(header)
-            for row in rows:
-                w.writerow([row.get(c, "") for c in header])
-        os.replace(tmp, out_path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return len(rows)
+    table = _Table()
+    for rec in records:
+        table.add(rec)
+    return table.write(out_path)
 
 
 def _file_name(model_id: str, taken: set[str]) -> str:
@@ -305,19 +321,34 @@ def _file_name(model_id: str, taken: set[str]) -> str:
     return base + ".csv"
 
 
+class OragSink:
+    """``<run_dir>/open-rag-eval/<model_id>.csv``, one results CSV per model, from one pass
+    over the records (shared with the other report sinks). Characters other than letters,
+    digits, ``.``, ``_`` and ``-`` in a model id become ``_`` (``org/model`` -> ``org_model.csv``;
+    a clash gets a hash suffix)."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.tables: dict[str, _Table] = {}
+
+    def add(self, rec: dict) -> None:
+        self.tables.setdefault(str(rec.get("model_id") or "model"), _Table()).add(rec)
+
+    def finish(self) -> list[str]:
+        """Write the CSVs; returns their paths, in order of first appearance of the model."""
+        out_dir = os.path.join(self.run_dir, EXPORT_DIR)
+        paths: list[str] = []
+        taken: set[str] = set()
+        for model_id, table in self.tables.items():
+            path = os.path.join(out_dir, _file_name(model_id, taken))
+            table.write(path)
+            paths.append(path)
+        return paths
+
+
 def export_orag_csv_by_model(run_dir: str) -> list[str]:
-    """Write ``<run_dir>/open-rag-eval/<model_id>.csv`` (one results CSV per model) from
-    ``<run_dir>/records.jsonl``; returns the paths written, in order of first appearance of
-    the model. Characters other than letters, digits, ``.``, ``_`` and ``-`` in a model id
-    become ``_`` (``org/model`` -> ``org_model.csv``; a clash gets a hash suffix)."""
-    by_model: dict[str, list[dict]] = {}
+    """``OragSink`` over ``<run_dir>/records.jsonl``; returns the paths written."""
+    sink = OragSink(run_dir)
     for rec in iter_records(os.path.join(run_dir, RECORDS)):
-        by_model.setdefault(str(rec.get("model_id") or "model"), []).append(rec)
-    out_dir = os.path.join(run_dir, EXPORT_DIR)
-    paths: list[str] = []
-    taken: set[str] = set()
-    for model_id, recs in by_model.items():
-        path = os.path.join(out_dir, _file_name(model_id, taken))
-        export_orag_csv(recs, path)
-        paths.append(path)
-    return paths
+        sink.add(rec)
+    return sink.finish()

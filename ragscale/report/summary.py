@@ -170,63 +170,81 @@ def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
     }
 
 
-def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000,
-             consistency: dict | None = None) -> dict:
-    """Write records.parquet, summary.json and summary.csv from records.jsonl; return the summary."""
-    by_model: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
-    overall: dict[str, _Acc] = defaultdict(_Acc)
-    by_turn: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))  # model -> bucket
-    overall_turn: dict[str, _Acc] = defaultdict(_Acc)
-    schema = _parquet_schema(metrics)
-    writer = pq.ParquetWriter(os.path.join(out_dir, "records.parquet"), schema)
-    buf: list[dict] = []
-    try:
-        for rec in iter_records(os.path.join(out_dir, "records.jsonl")):
-            model = str(rec.get("model_id"))
-            cls = _answerability(rec)
-            for acc in (by_model[model][ALL], by_model[model][cls], overall[ALL], overall[cls]):
+class SummarySink:
+    """The per-model summary and records.parquet, fed one record at a time (one pass over
+    records.jsonl shared with the other report sinks); memory: a few numbers per (model, cell, metric)."""
+
+    def __init__(self, out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000):
+        self.out_dir, self.metrics, self.rows_per_group = out_dir, list(metrics), rows_per_group
+        self.by_model: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
+        self.overall: dict[str, _Acc] = defaultdict(_Acc)
+        self.by_turn: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))  # model -> bucket
+        self.overall_turn: dict[str, _Acc] = defaultdict(_Acc)
+        self.schema = _parquet_schema(self.metrics)
+        self.writer = pq.ParquetWriter(os.path.join(out_dir, "records.parquet"), self.schema)
+        self.buf: list[dict] = []
+
+    def add(self, rec: dict) -> None:
+        model, metrics = str(rec.get("model_id")), self.metrics
+        cls = _answerability(rec)
+        for acc in (self.by_model[model][ALL], self.by_model[model][cls], self.overall[ALL], self.overall[cls]):
+            acc.add(rec, metrics)
+        turn = turn_bucket(rec)
+        if turn is not None:
+            for acc in (self.by_turn[model][turn], self.overall_turn[turn]):
                 acc.add(rec, metrics)
-            turn = turn_bucket(rec)
-            if turn is not None:
-                for acc in (by_turn[model][turn], overall_turn[turn]):
-                    acc.add(rec, metrics)
-            buf.append(_parquet_row(rec, metrics))
-            if len(buf) >= rows_per_group:
-                writer.write_table(pa.Table.from_pylist(buf, schema=schema))
-                buf = []
-        if buf:
-            writer.write_table(pa.Table.from_pylist(buf, schema=schema))
-    finally:
-        writer.close()
+        self.buf.append(_parquet_row(rec, metrics))
+        if len(self.buf) >= self.rows_per_group:
+            self._flush()
 
-    def block(accs: dict[str, _Acc], turns: dict[str, _Acc]) -> dict:
-        d = accs[ALL].to_dict(metrics)
-        d["by_answerability"] = {k: a.to_dict(metrics) for k, a in sorted(accs.items()) if k != ALL}
-        if overall_turn:  # some record of the run has a turn
-            d["by_turn"] = {k: turns[k].to_dict(metrics) for k in TURN_BUCKETS if k in turns}
-        return d
+    def _flush(self) -> None:
+        if self.buf:
+            self.writer.write_table(pa.Table.from_pylist(self.buf, schema=self.schema))
+            self.buf = []
 
-    summary = {
-        "reduction": "per-target metrics: first target; per-passage metrics: max over passages; nulls left out",
-        "metrics": list(metrics),
-        "models": {m: block(accs, by_turn.get(m, {})) for m, accs in sorted(by_model.items())},
-        "overall": block(overall, overall_turn) if overall else None,
-    }
-    if overall_turn:
-        summary["turns"] = "by_turn: '1' = first turn, '>1' = later turns (MT-RAG's split)"
-    if consistency is not None:
-        summary["consistency"] = consistency
-    with open(os.path.join(out_dir, "summary.json"), "w") as fh:
-        json.dump(summary, fh, indent=2)
-    with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["model_id", "answerability", "count", "errors", *metrics, "answerability_accuracy"])
-        for model, accs in sorted(by_model.items()):
-            for cls in [ALL] + sorted(k for k in accs if k != ALL):
-                d = accs[cls].to_dict(metrics)
-                w.writerow([model, cls, d["count"], d["errors"], *[_fmt(d["metrics"][m]) for m in metrics],
-                            _fmt(d["answerability_accuracy"])])
-    return summary
+    def close(self) -> None:
+        """Finish records.parquet (also when the pass failed)."""
+        if self.writer is not None:
+            try:
+                self._flush()
+            finally:
+                self.writer.close()
+                self.writer = None
+
+    def finish(self, consistency: dict | None = None) -> dict:
+        """Write summary.json and summary.csv (records.parquet closed); return the summary."""
+        self.close()
+        metrics, overall_turn = self.metrics, self.overall_turn
+
+        def block(accs: dict[str, _Acc], turns: dict[str, _Acc]) -> dict:
+            d = accs[ALL].to_dict(metrics)
+            d["by_answerability"] = {k: a.to_dict(metrics) for k, a in sorted(accs.items()) if k != ALL}
+            if overall_turn:  # some record of the run has a turn
+                d["by_turn"] = {k: turns[k].to_dict(metrics) for k in TURN_BUCKETS if k in turns}
+            return d
+
+        by_model, overall, by_turn, out_dir = self.by_model, self.overall, self.by_turn, self.out_dir
+        summary = {
+            "reduction": "per-target metrics: first target; per-passage metrics: max over passages; nulls left out",
+            "metrics": list(metrics),
+            "models": {m: block(accs, by_turn.get(m, {})) for m, accs in sorted(by_model.items())},
+            "overall": block(overall, overall_turn) if overall else None,
+        }
+        if overall_turn:
+            summary["turns"] = "by_turn: '1' = first turn, '>1' = later turns (MT-RAG's split)"
+        if consistency is not None:
+            summary["consistency"] = consistency
+        with open(os.path.join(out_dir, "summary.json"), "w") as fh:
+            json.dump(summary, fh, indent=2)
+        with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["model_id", "answerability", "count", "errors", *metrics, "answerability_accuracy"])
+            for model, accs in sorted(by_model.items()):
+                for cls in [ALL] + sorted(k for k in accs if k != ALL):
+                    d = accs[cls].to_dict(metrics)
+                    w.writerow([model, cls, d["count"], d["errors"], *[_fmt(d["metrics"][m]) for m in metrics],
+                                _fmt(d["answerability_accuracy"])])
+        return summary
 
 
 def _fmt(v: float | None) -> str:
@@ -250,3 +268,15 @@ def format_table(summary: dict) -> str:
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [head] + rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def finalize(out_dir: str, metrics: Sequence[str], *, rows_per_group: int = 2000,
+             consistency: dict | None = None) -> dict:
+    """Write records.parquet, summary.json and summary.csv from records.jsonl; return the summary."""
+    sink = SummarySink(out_dir, metrics, rows_per_group=rows_per_group)
+    try:
+        for rec in iter_records(os.path.join(out_dir, "records.jsonl")):
+            sink.add(rec)
+    finally:
+        sink.close()
+    return sink.finish(consistency)
