@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden")
+NORMAL_KEY = re.compile(r"-[0-9a-f]{8}(?=:\d+$)")  # a record key's input-path hash: keys of another checkout match
 SHARED = os.environ.get("RAGSCALE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
 
 
@@ -40,7 +42,8 @@ def digest(out_dir: str) -> dict:
     with open(os.path.join(out_dir, "records.jsonl")) as fh:
         for line in fh:
             rec = json.loads(line)
-            records[rec["ragscale"]["record_key"]] = {"metrics": rec["metrics"], "error": rec["error"]}
+            key = NORMAL_KEY.sub("", rec["ragscale"]["record_key"])
+            records[key] = {"metrics": rec["metrics"], "error": rec["error"]}
     with open(os.path.join(out_dir, "summary.json")) as fh:
         summary = json.load(fh)
     means = {m: {k: v for k, v in d["metrics"].items()} for m, d in summary["models"].items()}
