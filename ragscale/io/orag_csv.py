@@ -284,6 +284,104 @@ def _record(query_id: str, query: str, query_run: int | None, first_line: int) -
     }
 
 
+# a row not read as a group's row: (line, fields (None: unparsable), message, cells trusted)
+_Loose = tuple[int, list[str] | None, str, bool]
+
+
+def _cell(cols: dict[str, int], fields: list[str], name: str) -> str:
+    """The row's cell of column ``name``; "" when the header has no such column or the row is short."""
+    i = cols.get(name)
+    return fields[i] if i is not None and i < len(fields) else ""
+
+
+def _key_cells(cols: dict[str, int], fields: list[str]) -> tuple[str, str, str, int | None]:
+    """(query, query_id, query_run text, query_run) of a row, stripped; the run is 1 when its cell
+    is empty and None when it is not an integer. The query_id is not derived here."""
+    query = _cell(cols, fields, "query").strip()
+    qid = _cell(cols, fields, "query_id").strip()
+    run_text = _cell(cols, fields, "query_run").strip()
+    run = 1 if not run_text else _parse_run(run_text)
+    return query, qid, run_text, run
+
+
+def _misshapen(first: int, span: str, fields: list[str] | None, error: str | None, raw: list[str],
+               width: int) -> _Loose | None:
+    """The loose-row entry of a row that is not well-formed CSV (unparsable, not UTF-8, or not
+    ``width`` fields); None for a well-formed row. An unparsable row is re-read leniently, only to
+    find the group it names; its cells are not trusted as a record's own."""
+    if error is not None:
+        if fields is None:  # best effort to find the row's group: parse it leniently
+            fields = next(csv.reader(raw), None) if raw else None
+            trusted = False
+        else:  # parsed, but not valid UTF-8
+            trusted = len(fields) == width
+        return (first, fields, f"{span}: malformed CSV row ({error})", trusted)
+    if len(fields) != width:
+        hint = " (an unquoted comma?)" if len(fields) > width else ""
+        return (first, fields, f"{span}: {len(fields)} fields, the header has {width}{hint}", False)
+    return None
+
+
+def _group_rows(
+    rows: Iterator[tuple[int, int, list[str] | None, str | None, list[str]]], cols: dict[str, int], width: int
+) -> tuple[dict[tuple[str, int], _Group], list[_Loose]]:
+    """Read the data rows into their (query_id, query_run) groups, in order of first row; the
+    rows that name no usable group (malformed, no query_id nor query, bad query_run) are
+    returned apart as loose rows, to be placed once every group is known."""
+    groups: dict[tuple[str, int], _Group] = {}
+    loose: list[_Loose] = []
+    for first, last, fields, error, raw in rows:
+        span = f"line {first}" if first == last else f"lines {first}-{last}"
+        bad = _misshapen(first, span, fields, error, raw, width)
+        if bad is not None:
+            loose.append(bad)
+            continue
+        query, qid, run_text, run = _key_cells(cols, fields)
+        if not qid and not query:
+            loose.append((first, fields, f"{span}: empty query_id and query", True))
+            continue
+        if run is None:
+            loose.append((first, fields, f"{span}: query_run {run_text!r} is not an integer", True))
+            continue
+        derived = not qid
+        qid = qid or derived_query_id(query)
+        g = groups.get((qid, run))
+        if g is None:
+            g = groups[(qid, run)] = _Group(qid, run, first)
+        if derived:
+            what = "empty query_id" if "query_id" in cols else "no query_id column"
+            g.note(first, f"{what}; query_id {qid} derived from the query text")
+        if not run_text and "query_run" in cols:
+            g.note(first, "empty query_run taken as 1")
+        g.add_row(first, span, query, _cell(cols, fields, "passage_id").strip(), _cell(cols, fields, "passage"),
+                  _cell(cols, fields, "generated_answer"))
+    return groups, loose
+
+
+def _loose_records(loose: list[_Loose], groups: dict[tuple[str, int], _Group],
+                   cols: dict[str, int]) -> list[tuple[int, dict]]:
+    """Place the loose rows: each becomes an error of the group it names (so the whole group is
+    reported), else a ``(line, record)`` of its own, with the row's query_id and query only when
+    its fields could be read by the header."""
+    records: list[tuple[int, dict]] = []
+    for line, fields, message, trusted in loose:
+        qid, query, run = "", "", None
+        if fields:
+            query, qid, _run_text, run = _key_cells(cols, fields)
+            qid = qid or (derived_query_id(query) if query else "")
+        g = groups.get((qid, run)) if qid and run is not None else None
+        if g is not None:
+            g.errors.append((line, message))
+            g.lines.append(line)
+            continue
+        if not trusted:
+            qid, query = "", ""
+        rec = _record(qid or f"line-{line}", query, None, line)
+        rec["input_error"] = message
+        records.append((line, rec))
+    return records
+
+
 def read_records(path: str) -> Iterator[dict]:
     """Yield one normalized record per (query_id, query_run) group of an open-rag-eval CSV,
     in order of the group's first row (see the module docstring for the rules).
@@ -297,72 +395,9 @@ def read_records(path: str) -> Iterator[dict]:
     with _open(path) as fh:
         rows = _rows(fh)
         cols, width = _header(path, rows)
-        groups: dict[tuple[str, int], _Group] = {}
-        # rows not read as a group's row: (line, fields (None: unparsable), message, cells trusted)
-        loose: list[tuple[int, list[str] | None, str, bool]] = []
-
-        def cell(fields: list[str], name: str) -> str:
-            i = cols.get(name)
-            return fields[i] if i is not None and i < len(fields) else ""
-
-        for first, last, fields, error, raw in rows:
-            span = f"line {first}" if first == last else f"lines {first}-{last}"
-            if error is not None:
-                if fields is None:  # best effort to find the row's group: parse it leniently
-                    fields = next(csv.reader(raw), None) if raw else None
-                    trusted = False
-                else:  # parsed, but not valid UTF-8
-                    trusted = len(fields) == width
-                loose.append((first, fields, f"{span}: malformed CSV row ({error})", trusted))
-                continue
-            if len(fields) != width:
-                hint = " (an unquoted comma?)" if len(fields) > width else ""
-                loose.append((first, fields, f"{span}: {len(fields)} fields, the header has {width}{hint}", False))
-                continue
-            query = cell(fields, "query").strip()
-            qid = cell(fields, "query_id").strip()
-            run_text = cell(fields, "query_run").strip()
-            run = 1 if not run_text else _parse_run(run_text)
-            if not qid and not query:
-                loose.append((first, fields, f"{span}: empty query_id and query", True))
-                continue
-            if run is None:
-                loose.append((first, fields, f"{span}: query_run {run_text!r} is not an integer", True))
-                continue
-            derived = not qid
-            qid = qid or derived_query_id(query)
-            g = groups.get((qid, run))
-            if g is None:
-                g = groups[(qid, run)] = _Group(qid, run, first)
-            if derived:
-                what = "empty query_id" if "query_id" in cols else "no query_id column"
-                g.note(first, f"{what}; query_id {qid} derived from the query text")
-            if not run_text and "query_run" in cols:
-                g.note(first, "empty query_run taken as 1")
-            g.add_row(first, span, query, cell(fields, "passage_id").strip(), cell(fields, "passage"),
-                      cell(fields, "generated_answer"))
-
-        records: list[tuple[int, dict]] = []
-        # malformed rows: attach to the group they name, else a record of their own (with
-        # the row's query_id and query only when its fields could be read by the header)
-        for line, fields, message, trusted in loose:
-            qid, query, run = "", "", None
-            if fields:
-                query = cell(fields, "query").strip()
-                qid = cell(fields, "query_id").strip() or (derived_query_id(query) if query else "")
-                run_text = cell(fields, "query_run").strip()
-                run = 1 if not run_text else _parse_run(run_text)
-            g = groups.get((qid, run)) if qid and run is not None else None
-            if g is not None:
-                g.errors.append((line, message))
-                g.lines.append(line)
-                continue
-            if not trusted:
-                qid, query = "", ""
-            rec = _record(qid or f"line-{line}", query, None, line)
-            rec["input_error"] = message
-            records.append((line, rec))
-
+        groups, loose = _group_rows(rows, cols, width)
+        # loose rows first: they add errors to the groups they name before those are recorded
+        records = _loose_records(loose, groups, cols)
         queries: dict[str, tuple[str, int]] = {}
         for g in sorted(groups.values(), key=lambda g: g.first_line):
             records.append((g.first_line, g.record(queries)))

@@ -151,19 +151,9 @@ def _read_json(path: str) -> dict:
     return obj
 
 
-def locate_hhem(model: str = DEFAULT_MODEL, tokenizer: str | None = None) -> HHEMPaths:
-    """Find HHEM-2.1-open on this machine without importing torch or downloading.
-
-    ``model`` is a directory in the HF snapshot layout of vectara/hallucination_evaluation_model
-    (``config.json`` of an ``HHEMv2Config`` + ``model.safetensors``) or that repo id in the
-    local HF cache. The tokenizer is ``tokenizer`` (a directory or cached repo id), else the
-    config's ``foundation`` (``google/flan-t5-base``), as ``HHEMv2ForSequenceClassification``
-    loads it. The T5 architecture comes from the foundation's ``config.json`` when found,
-    else (for flan-t5-base) from ``FLAN_T5_BASE_CONFIG``.
-
-    Raises ``HHEMNotFound`` whose message says what is missing and where it was looked for.
-    """
-    model_dir = _resolve(model, "HHEM model")
+def _hhem_config(model_dir: str) -> dict:
+    """The ``config.json`` of the HHEM snapshot in ``model_dir``, checked to be an HHEM-2.1
+    config (by model_type or architectures). Raises HHEMNotFound."""
     cfg_path = os.path.join(model_dir, "config.json")
     if not os.path.isfile(cfg_path):
         raise HHEMNotFound(f"HHEM model directory {model_dir} has no config.json")
@@ -177,33 +167,64 @@ def locate_hhem(model: str = DEFAULT_MODEL, tokenizer: str | None = None) -> HHE
             f"{cfg_path} is not an HHEM-2.1 config (model_type={cfg.get('model_type')!r}, "
             f"architectures={archs!r}; expected HHEMv2ForSequenceClassification)"
         )
+    return cfg
+
+
+def _weights_file(model_dir: str) -> str:
+    """The first of ``WEIGHT_FILES`` present in ``model_dir``. Raises HHEMNotFound."""
     weights = next((os.path.join(model_dir, w) for w in WEIGHT_FILES if os.path.isfile(os.path.join(model_dir, w))), None)
     if weights is None:
         raise HHEMNotFound(f"HHEM model directory {model_dir} has no weights ({' or '.join(WEIGHT_FILES)})")
-    foundation = str(cfg.get("foundation") or DEFAULT_FOUNDATION)
-    prompt = str(cfg.get("prompt") or PROMPT)
+    return weights
 
+
+def _tokenizer_dir(tokenizer: str | None, foundation: str) -> str:
+    """The tokenizer's directory: ``tokenizer`` when given, else the foundation model's, as
+    ``HHEMv2ForSequenceClassification`` loads it; it must hold a tokenizer file. Raises HHEMNotFound."""
     tok_name = tokenizer or foundation
     what = "HHEM tokenizer" if tokenizer else f"HHEM tokenizer (the foundation {foundation!r}; set the tokenizer to override)"
     tok_dir = _resolve(tok_name, what)
     if not any(os.path.isfile(os.path.join(tok_dir, f)) for f in TOKENIZER_FILES):
         raise HHEMNotFound(f"tokenizer directory {tok_dir} has none of {', '.join(TOKENIZER_FILES)}")
+    return tok_dir
 
-    t5_config, source = None, ""
+
+def _t5_config(foundation: str) -> tuple[dict[str, Any], str]:
+    """(the foundation's T5 config, where it comes from): its local ``config.json`` when found
+    and of model_type t5, else the built-in one for flan-t5-base. Raises HHEMNotFound."""
     try:
         found = _resolve(foundation, "foundation")
         fpath = os.path.join(found, "config.json")
         if os.path.isfile(fpath):
             fcfg = _read_json(fpath)
             if fcfg.get("model_type") == "t5":
-                t5_config, source = fcfg, fpath
+                return fcfg, fpath
     except (HHEMNotFound, OSError, ValueError):
         pass
-    if t5_config is None:
-        if foundation.rstrip("/").endswith("flan-t5-base"):
-            t5_config, source = dict(FLAN_T5_BASE_CONFIG), "built-in google/flan-t5-base config"
-        else:
-            raise HHEMNotFound(f"no T5 config.json found for HHEM's foundation {foundation!r}")
+    if foundation.rstrip("/").endswith("flan-t5-base"):
+        return dict(FLAN_T5_BASE_CONFIG), "built-in google/flan-t5-base config"
+    raise HHEMNotFound(f"no T5 config.json found for HHEM's foundation {foundation!r}")
+
+
+def locate_hhem(model: str = DEFAULT_MODEL, tokenizer: str | None = None) -> HHEMPaths:
+    """Find HHEM-2.1-open on this machine without importing torch or downloading.
+
+    ``model`` is a directory in the HF snapshot layout of vectara/hallucination_evaluation_model
+    (``config.json`` of an ``HHEMv2Config`` + ``model.safetensors``) or that repo id in the
+    local HF cache. The tokenizer is ``tokenizer`` (a directory or cached repo id), else the
+    config's ``foundation`` (``google/flan-t5-base``), as ``HHEMv2ForSequenceClassification``
+    loads it. The T5 architecture comes from the foundation's ``config.json`` when found,
+    else (for flan-t5-base) from ``FLAN_T5_BASE_CONFIG``.
+
+    Raises ``HHEMNotFound`` whose message says what is missing and where it was looked for.
+    """
+    model_dir = _resolve(model, "HHEM model")
+    cfg = _hhem_config(model_dir)
+    weights = _weights_file(model_dir)
+    foundation = str(cfg.get("foundation") or DEFAULT_FOUNDATION)
+    prompt = str(cfg.get("prompt") or PROMPT)
+    tok_dir = _tokenizer_dir(tokenizer, foundation)
+    t5_config, source = _t5_config(foundation)
     return HHEMPaths(
         model_dir=model_dir,
         weights=weights,

@@ -155,6 +155,45 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
     return {"model_path": folder, "model": load, "model_name": name, "seed": int(conf.get("seed") or 0), **kw}
 
 
+def _set_environment(cpu_kvcache_space_gb: int | None, cpu_threads_bind: str | None,
+                     engine_core_in_process: bool, model_path: str | None) -> None:
+    """Set the environment variables vLLM reads when its engine starts (so: before it is
+    imported): the CPU backend's KV cache size and thread binding, an engine core in this
+    process, and no hub requests for a model in a local folder."""
+    if cpu_kvcache_space_gb is not None:
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(cpu_kvcache_space_gb))
+    if cpu_threads_bind is not None:
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(cpu_threads_bind)
+    if engine_core_in_process:
+        # One process fewer to start (each imports vLLM: ~20 s on a small CPU box); the model
+        # still runs in vLLM's worker process, where its CPU backend binds OpenMP threads.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    if model_path:  # a local folder: never ask the hub for anything
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _llm_kwargs(settings: Mapping[str, Any], compact_json: bool,
+                engine_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``vllm.LLM``'s keyword arguments: the settings that are not None (None: vLLM's default),
+    the compact-JSON structured outputs backend when asked, then ``engine_kwargs`` over them."""
+    kwargs = dict(settings)
+    if compact_json:  # an engine-wide setting in vLLM; "auto" would refuse it
+        kwargs["structured_outputs_config"] = {"backend": "xgrammar", "disable_any_whitespace": True}
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    kwargs.update(engine_kwargs or {})
+    return kwargs
+
+
+def _rejected_errors() -> tuple[type[Exception], ...]:
+    """What vLLM raises for a request it rejects (VLLMValidationError is not a ValueError)."""
+    try:
+        from vllm.exceptions import VLLMClientError
+
+        return (ValueError, TypeError, VLLMClientError)
+    except ImportError:  # older releases raise ValueError
+        return (ValueError, TypeError)
+
+
 class Engine:
     """``vllm.LLM`` with JSON-schema constrained decoding, greedy by default; one batch per call."""
 
@@ -183,23 +222,14 @@ class Engine:
         trust_remote_code: bool = False,
         engine_kwargs: Mapping[str, Any] | None = None,
     ):
-        # vLLM reads these when the engine starts; they only matter to its CPU backend.
-        if cpu_kvcache_space_gb is not None:
-            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(cpu_kvcache_space_gb))
-        if cpu_threads_bind is not None:
-            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(cpu_threads_bind)
+        _set_environment(cpu_kvcache_space_gb, cpu_threads_bind, engine_core_in_process, model_path)
         if engine_core_in_process:
-            # One process fewer to start (each imports vLLM: ~20 s on a small CPU box); the model
-            # still runs in vLLM's worker process, where its CPU backend binds OpenMP threads.
-            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-            # ... and vLLM would then pick its in-process executor, which on CPU leaves OpenMP
-            # unbound and runs several times slower: keep the model in a worker process.
+            # with the engine core in process, vLLM would pick its in-process executor, which on
+            # CPU leaves OpenMP unbound and runs several times slower: keep the model in a worker.
             distributed_executor_backend = distributed_executor_backend or "mp"
-        if model_path:  # a local folder: never ask the hub for anything
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from vllm import LLM
 
-        kwargs: dict[str, Any] = {
+        settings: dict[str, Any] = {
             "model": model,
             "seed": seed,
             "tensor_parallel_size": tensor_parallel_size,
@@ -214,19 +244,10 @@ class Engine:
             "distributed_executor_backend": distributed_executor_backend,
             "trust_remote_code": trust_remote_code,
         }
-        if compact_json:  # an engine-wide setting in vLLM; "auto" would refuse it
-            kwargs["structured_outputs_config"] = {"backend": "xgrammar", "disable_any_whitespace": True}
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        kwargs.update(engine_kwargs or {})
-        self.llm = LLM(**kwargs)
+        self.llm = LLM(**_llm_kwargs(settings, compact_json, engine_kwargs))
         self.model = model_name
         self.seed = seed
-        try:  # what vLLM raises for a request it rejects (VLLMValidationError is not a ValueError)
-            from vllm.exceptions import VLLMClientError
-
-            self._rejected: tuple = (ValueError, TypeError, VLLMClientError)
-        except ImportError:  # older releases raise ValueError
-            self._rejected = (ValueError, TypeError)
+        self._rejected: tuple = _rejected_errors()
 
     def _params(self, p: JudgePrompt, temperature: float, seed: int) -> Any:
         from vllm import SamplingParams
