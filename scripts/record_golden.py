@@ -8,7 +8,9 @@ replays the cases against these files). Run it on the commit whose outputs are t
 Each case runs ``python -m ragscale.run`` in CHECKOUT (default: this one) with one shared
 judge cache; per case ``tests/golden/<name>.json`` keeps every record's metrics and error and
 the per-model summary means, and ``tests/golden/judge_cache.jsonl`` keeps the judges' outputs,
-so that the replay generates nothing and its judged metrics depend on the code alone.
+so that the replay generates nothing and its judged metrics depend on the code alone. Cases
+on ../shared/data run no judge: their judges' outputs would carry that data into the project.
+``--cases`` records some cases again and merges their judge outputs into the file.
 """
 
 from __future__ import annotations
@@ -63,11 +65,20 @@ def run_case(case: dict, repo: str, out_dir: str, cache: str) -> None:
 
 
 def export_cache(cache: str, path: str) -> int:
-    db = sqlite3.connect(cache)
-    rows = sorted(db.execute("SELECT key, text, meta FROM generations"))
+    """Merge the judge outputs of ``cache`` (SQLite) into ``path`` (JSONL, one output per key,
+    sorted); returns the number of outputs in ``path``."""
+    rows: dict[str, dict] = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            rows = {r["key"]: r for r in map(json.loads, fh)}
+    if os.path.exists(cache):
+        db = sqlite3.connect(cache)
+        for key, text, meta in db.execute("SELECT key, text, meta FROM generations"):
+            rows[key] = {"key": key, "text": text, "meta": json.loads(meta)}
+        db.close()
     with open(path, "w") as fh:
-        for key, text, meta in rows:
-            fh.write(json.dumps({"key": key, "text": text, "meta": json.loads(meta)}) + "\n")
+        for key in sorted(rows):
+            fh.write(json.dumps(rows[key]) + "\n")
     return len(rows)
 
 

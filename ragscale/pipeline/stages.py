@@ -23,7 +23,6 @@ from ragscale.pipeline.stage import add_stats, to_table
 from ragscale.record import add_judge_errors, error_json, read_record
 
 
-
 def lexical_functions(metrics: Sequence[str]) -> dict[str, Callable]:
     """name -> compute function of the enabled lexical metrics that the catalog computes per record."""
     from ragscale.metrics.registry import lookup
