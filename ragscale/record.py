@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import pyarrow as pa
@@ -30,6 +30,7 @@ ROW_SCHEMA = pa.schema(
         ("source_line", pa.int64()),
         ("input_json", pa.string()),  # the input object as the output keeps it (NaN as null, reserved keys out)
         ("input_metrics", pa.string()),  # the input's own metrics (JSON), merged under ours on output
+        ("input_has_model_id", pa.bool_()),  # input_json already holds the record's model_id
         ("query", pa.string()),
         ("conversation", pa.list_(TURN)),
         ("prediction", pa.string()),
@@ -47,7 +48,7 @@ ROW_SCHEMA = pa.schema(
         ("details", pa.string()),  # JSON {judge: details} (rationales, per-item labels)
     ]
 )
-RESERVED = ("model_id", "metrics", "error", "ragscale")  # keys of an output record that ragscale writes
+RESERVED = ("model_id", "metrics", "error", "ragscale")  # keys of an output record that ragscale writes (model_id first)
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Record:
     source_line: int
     input_json: str
     input_metrics: str | None = None
+    input_has_model_id: bool = False
     query: str = ""
     conversation: list[dict] | None = None
     prediction: str | None = None
@@ -75,7 +77,7 @@ class Record:
 
     def to_row(self) -> dict:
         """The pipeline row of the record (``ROW_SCHEMA``), before any metric."""
-        return {**asdict(self), "metrics": "{}", "judge_errors": None, "stats": None, "details": None}
+        return {**vars(self), "metrics": "{}", "judge_errors": None, "stats": None, "details": None}
 
 
 def input_view(row: dict) -> dict:
@@ -275,11 +277,11 @@ def add_judge_errors(row: dict, entries: Iterable[dict]) -> None:
     if entries:
         errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
         errs.extend(entries)
-        row["judge_errors"] = json.dumps(errs)
+        row["judge_errors"] = json.dumps(errs, ensure_ascii=False)
 
 
 def error_json(stage: str, message: str) -> str:
-    return json.dumps({"stage": stage, "message": message})
+    return json.dumps({"stage": stage, "message": message}, ensure_ascii=False)
 
 
 def _turns(value: Any) -> list[dict] | None:
@@ -294,18 +296,24 @@ def read_record(raw: str, *, key: str, model_id: str, task_id: str | None, sourc
                 need_targets: bool) -> Record:
     """Parse one input line (the only parse of it) into a Record; a bad record gets an ``error``
     (stage ``input``) and keeps its input for the output."""
-    rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({"input_line": raw}))
+    rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({"input_line": raw}, ensure_ascii=False))
     try:
         obj = json.loads(raw)
     except ValueError as e:
         rec.error = error_json("input", f"line is not valid JSON: {e}")
         return rec
     if isinstance(obj, dict):
-        clean = clean_nan(obj)
-        rec.input_json = json.dumps({k: v for k, v in clean.items() if k not in RESERVED}, ensure_ascii=False)
+        own_id = isinstance(obj.get("model_id"), str) and bool(obj["model_id"].strip())
+        # the line itself when it is what the output keeps: no NaN, no key ragscale writes (but its own model_id)
+        verbatim = "NaN" not in raw and "Infinity" not in raw and not any(k in obj for k in RESERVED[1:]) \
+            and ("model_id" not in obj or own_id)
+        clean = obj if verbatim else clean_nan(obj)
+        rec.input_has_model_id = verbatim and own_id
+        rec.input_json = raw.strip() if verbatim else json.dumps(
+            {k: v for k, v in clean.items() if k not in RESERVED}, ensure_ascii=False)
         if isinstance(clean.get("metrics"), dict) and clean["metrics"]:
             rec.input_metrics = json.dumps(clean["metrics"], ensure_ascii=False)
-        if isinstance(obj.get("model_id"), str) and obj["model_id"].strip():
+        if own_id:
             rec.model_id = obj["model_id"]
         if obj.get("task_id") is not None:
             rec.task_id = str(obj["task_id"])
@@ -335,6 +343,11 @@ def _finite(text: str | None, default: str) -> str:
     return text
 
 
+# The columns the writer reads (``output_line``): the driver converts only these to Python.
+OUTPUT_COLUMNS = ("key", "model_id", "source_file", "source_line", "input_json", "input_metrics", "input_has_model_id",
+                  "metrics", "warnings", "error", "judge_errors", "stats", "details")
+
+
 def output_line(row: dict) -> str:
     """The records.jsonl line of a finished row: the input's fields kept (NaN as null), plus
     ``model_id``, ``metrics`` (merged over any metrics the input already had), ``error`` and
@@ -343,11 +356,11 @@ def output_line(row: dict) -> str:
     metrics = _finite(row.get("metrics"), "{}")
     if row.get("input_metrics"):
         metrics = json.dumps({**json.loads(row["input_metrics"]), **json.loads(metrics)}, ensure_ascii=False)
-    prov = (f'{{"record_key": {json.dumps(row["key"])}, "source_file": {json.dumps(row["source_file"])}, '
+    prov = (f'{{"record_key": {json.dumps(row["key"], ensure_ascii=False)}, "source_file": {json.dumps(row["source_file"], ensure_ascii=False)}, '
             f'"source_line": {int(row["source_line"])}, '
             f'"warnings": {json.dumps(list(row.get("warnings") or []), ensure_ascii=False)}, '
             f'"judge_errors": {_finite(row.get("judge_errors"), "[]")}, "details": {_finite(row.get("details"), "{}")}}}')
     head = (row.get("input_json") or "{}")[:-1]
-    tail = (f'"model_id": {json.dumps(row["model_id"], ensure_ascii=False)}, "metrics": {metrics}, '
-            f'"error": {row.get("error") or "null"}, "ragscale": {prov}}}')
+    own = "" if row.get("input_has_model_id") else f'"model_id": {json.dumps(row["model_id"], ensure_ascii=False)}, '
+    tail = f'{own}"metrics": {metrics}, "error": {row.get("error") or "null"}, "ragscale": {prov}}}'
     return head + (", " if head.strip() != "{" else "") + tail

@@ -259,7 +259,7 @@ class JudgeActor:
             if result.details is not None:
                 details = json.loads(row["details"]) if row.get("details") else {}
                 details[spec.name + suffix] = result.details
-                row["details"] = json.dumps(details)
+                row["details"] = json.dumps(details, ensure_ascii=False)
         else:
             for name in spec.metrics:
                 m[name + suffix] = None

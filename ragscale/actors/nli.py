@@ -225,4 +225,4 @@ def _write(row: dict, score: float | None, reason: str | None) -> None:
     if reason is not None:
         kept.append({"judge": METRIC, "reason": reason, "undefined": True})
     if kept or errs:
-        row["judge_errors"] = json.dumps(kept) if kept else None
+        row["judge_errors"] = json.dumps(kept, ensure_ascii=False) if kept else None

@@ -110,7 +110,8 @@ def ray_session(cluster: dict) -> Iterator[dict]:
 
 def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
                  on_rows: Callable[[list[dict]], None], ray_progress_bars: bool = False) -> dict:
-    """Stream the records through the stages; ``on_rows`` gets each finished batch of rows.
+    """Stream the records through the stages; ``on_rows`` gets each finished batch of rows
+    (their ``ragscale.record.OUTPUT_COLUMNS``).
 
     Returns the stages' counters summed over batches (compute seconds per stage, encoder
     texts requested/encoded/cached, tokens, truncations).
@@ -151,8 +152,10 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
                                 **actor_pool(st.pool, st.batch_size or 256))
 
     stats: dict[str, float] = {}
+    from ragscale.record import OUTPUT_COLUMNS
+
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
-        rows = batch.to_pylist()
+        rows = batch.select(list(OUTPUT_COLUMNS)).to_pylist()  # what the writer needs, nothing more
         sum_stats(rows, stats)
         on_rows(rows)
     return stats

@@ -75,7 +75,7 @@ def process_rows(worker: Worker, stage: str, rows: list[dict]) -> None:
     """Run ``worker`` over ``rows`` with per-record failure isolation; the batch's counters
     (and its compute seconds, ``time_<stage>_s``) go to the first row's stats."""
     t0 = time.perf_counter()
-    counters: dict[str, float] = defaultdict(float)
+    counters: dict[str, float] = defaultdict(int)
 
     def run(rs: list[dict]) -> None:
         for k, v in (worker.process(rs) or {}).items():  # counted once the (sub)batch succeeded

@@ -107,7 +107,7 @@ def custom_record_metrics(row: dict, metrics: Sequence[str], expectations: Any) 
         if details is not None:
             d = json.loads(row["details"]) if row.get("details") else {}
             d["fact_checks"] = details
-            row["details"] = json.dumps(d)
+            row["details"] = json.dumps(d, ensure_ascii=False)
     return out
 
 
