@@ -1,9 +1,10 @@
 """Execute a run plan: scan inputs, resume, stream the records through Ray, write outputs.
 
 scan (pointers, sweep order, ``limit``) -> resume state (finished keys of records.jsonl)
--> Ray pipeline (ragscale.pipeline) -> records.jsonl as records finish -> consistency ->
-summary + records.parquet in one pass -> report sinks (leaderboard, open-rag-eval CSV,
-agreement, HTML) -> run.json, written once.
+-> Ray pipeline (ragscale.pipeline) -> records.jsonl as records finish -> one pass over
+records.jsonl feeding every output (summary and records.parquet, consistency groups,
+open-rag-eval CSVs, agreement, the report's statistics; ragscale.report.sinks) ->
+consistency -> summary files -> leaderboard, CSVs, agreement, report.html -> run.json, written once.
 """
 
 from __future__ import annotations
