@@ -229,7 +229,7 @@ def test_a_failing_summary_is_a_one_line_failure_and_a_rerun_finishes_it(tmp_pat
     def boom(*a, **k):  # noqa: ANN002, ANN003
         raise OSError("disk full\nsecond line")
 
-    monkeypatch.setattr(summary_mod, "finalize", boom)
+    monkeypatch.setattr(summary_mod.SummarySink, "finish", boom)
     assert execute(compose(args), printer=lines.append) == 1
     assert any("run failed: summary: OSError: disk full; re-run" in s for s in lines), lines
     assert len(records(out)) == 3 and json.load(open(os.path.join(out, "run.json")))["status"] == "failed"
