@@ -6,38 +6,9 @@ answer is the first non-empty ``generated_answer`` of the group. open-rag-eval r
 ``query``, ``passage_id``, ``passage`` and ``generated_answer``; ``query_id`` and
 ``query_run`` are optional.
 
-Where ragscale differs from the reference, on purpose:
-
-* Deterministic ids: a missing ``query_id`` (no column, or an empty cell) is
-  ``"q_" + sha1(query text)[:12]`` (rows of one query stay together), with a warning.
-  open-rag-eval draws a uuid per *row* (so a query's rows split apart) and, via pandas'
-  ``groupby``, silently drops rows whose ``query_id``/``query_run`` cell is empty.
-  A missing ``query_run`` (no column, or an empty cell, the latter with a warning) is 1.
-* Order: records come in order of their first row; rows of a group need not be
-  contiguous. (open-rag-eval's ``groupby`` sorts by query_id.) Ids are kept verbatim
-  (``"001"`` stays ``"001"``; pandas would read it as the number 1).
-* Nothing is dropped: groups open-rag-eval skips (no answer, ``NO_ANSWER``,
-  ``API_ERROR``) are records with ``answer_status`` ``"missing"``/``"NO_ANSWER"``/
-  ``"API_ERROR"``. A malformed row (wrong number of fields, bad quoting, empty
-  passage_id, a query_run that is not an integer, ...) is never an exception: it
-  becomes the ``input_error`` (naming its CSV line) of the record of its group, so that
-  the whole group is reported rather than judged incomplete; a row naming no usable
-  group is a record of its own (``query_id`` the row's own when its fields line up with
-  the header, else ``"line-N"``; ``query_run`` None; no passages). Blank lines and rows
-  of empty cells are skipped. ``query_run`` ``"2.0"`` (as pandas writes) reads as 2.
-* Empty passage text with a passage_id is an ``input_error`` (open-rag-eval keeps it as
-  the string ``"nan"``): dropping it would shift the ranks that P@k/AP@k/MRR use and
-  silently unsupport citations to it. A row whose passage_id *and* passage are both
-  empty carries no passage (an answer-only row; a query with no retrieved passages
-  gets ``passages == []`` and a warning).
-* A repeated passage_id in a group: the same text again is kept once with a warning;
-  other text is an ``input_error`` (open-rag-eval's dict keeps the last one silently).
-* Differing non-empty answers in one group: the first is used (as open-rag-eval),
-  with a warning. A different query text within a group is an ``input_error``; across
-  the runs of one query_id it is a warning.
-* The file is decoded as UTF-8 (a BOM is skipped); a line that is not valid UTF-8 is
-  an ``input_error`` of its row. Quoting is parsed strictly (csv ``strict=True``): a
-  stray quote or an unterminated quoted field is an ``input_error`` naming its lines.
+Where ragscale differs from the reference on purpose (deterministic ids, input order,
+nothing dropped, malformed rows as per-record input errors, strict quoting and UTF-8) is
+listed in docs/inputs.md.
 """
 
 from __future__ import annotations
