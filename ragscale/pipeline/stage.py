@@ -85,10 +85,13 @@ def process_rows(worker: Worker, stage: str, rows: list[dict]) -> None:
     add_stats(rows, **{f"time_{stage}_s": time.perf_counter() - t0}, **counters)
 
 
-def process_table(worker: Worker, stage: str, batch: pa.Table) -> pa.Table:
-    """``process_rows`` over an Arrow batch: one output row per input row, checked."""
+def process_table(worker: Worker, stage: str, batch: pa.Table, **extra: float) -> pa.Table:
+    """``process_rows`` over an Arrow batch (``extra`` counters added to its stats): one output
+    row per input row, checked."""
     rows = batch.to_pylist()
     process_rows(worker, stage, rows)
+    if extra and rows:
+        add_stats(rows, **extra)
     if len(rows) != batch.num_rows:
         raise RuntimeError(f"stage {stage}: {len(rows)} rows out for {batch.num_rows} in")
     return to_table(rows)
@@ -113,14 +116,10 @@ def actor_class(stage: Stage) -> type:
                 self._restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
 
         def __call__(self, batch: pa.Table) -> pa.Table:
-            rows = batch.to_pylist()
-            process_rows(self.worker, name, rows)
-            if self._restarted and counter and rows:
+            extra = {counter: 1} if self._restarted and counter and batch.num_rows else {}
+            if extra:
                 self._restarted = False
-                add_stats(rows, **{counter: 1})
-            if len(rows) != batch.num_rows:
-                raise RuntimeError(f"stage {name}: {len(rows)} rows out for {batch.num_rows} in")
-            return to_table(rows)
+            return process_table(self.worker, name, batch, **extra)
 
     # Ray Data names the stage after the class: keep "MapBatches(EncoderActor)" etc.
     Adapter.__name__, Adapter.__qualname__, Adapter.__doc__ = worker_cls.__name__, worker_cls.__qualname__, worker_cls.__doc__
