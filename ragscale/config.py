@@ -170,8 +170,12 @@ class RagscaleConf:
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run
-    progress_interval_s: float = 5.0
-    ray_progress_bars: bool = False
+    # Live progress: auto (bars on a terminal, lines elsewhere), bars, lines or off; off a
+    # terminal one line every progress_interval_s seconds while the run works.
+    progress: str = "auto"
+    progress_interval_s: float = 10.0
+    ray_progress_bars: bool = False  # Ray Data's own progress bars instead of ragscale's
+    verbose: bool = False  # show Ray's start-up and worker log lines (hidden by default)
     print_summary: bool = True
 
 

@@ -88,6 +88,10 @@ def _metrics(cfg: Any) -> tuple[list[str], list[str]]:
         raise UserError("no metrics enabled for the chosen steps")
     if cfg.limit is not None and cfg.limit < 0:
         raise UserError(f"limit must be >= 0, got {cfg.limit}")
+    from ragscale.pipeline.progress import MODES
+
+    if cfg.progress not in MODES:
+        raise UserError(f"progress must be one of {', '.join(MODES)}, got {cfg.progress!r}")
     return steps, metrics
 
 

@@ -30,24 +30,30 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer) -> tuple:
-    """Stream ``todo`` through the Ray pipeline into ``writer``; returns (failure, ray_info, stats)."""
-    from ragscale.pipeline.execute import Progress, ray_session, run_pipeline
+def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str) -> tuple:
+    """Stream ``todo`` through the Ray pipeline into ``writer``, showing live progress;
+    returns (failure, ray_info, stats)."""
+    from ragscale.pipeline.execute import ray_session, run_pipeline, stage_labels
+    from ragscale.pipeline.progress import ProgressDisplay, choose_mode, start_hub
     from ragscale.record import output_line
 
     failure, ray_info, stats = None, {}, {}
+    mode = "off" if cfg.ray_progress_bars else choose_mode(cfg.progress, printer)
     try:
         if todo:
-            with ray_session(plan.cluster) as ray_info:
-                progress = Progress(len(todo), cfg.progress_interval_s, printer)
+            printer(f"[ragscale] starting Ray and the stages' workers ({', '.join(stage_labels(plan))})")
+            native_log = os.path.join(out_dir, "logs", "ray-native.log")
+            with ray_session(plan.cluster, verbose=cfg.verbose, native_log=native_log) as ray_info:
+                hub = start_hub() if mode != "off" else None
+                with ProgressDisplay(hub, stage_labels(plan), len(todo), mode, cfg.progress_interval_s,
+                                     printer) as display:
 
-                def on_rows(rows: list[dict]) -> None:
-                    before = writer.errors
-                    writer.write_lines((r["key"], output_line(r), r["error"] is not None) for r in rows)
-                    progress.update(len(rows), writer.errors - before)
+                    def on_rows(rows: list[dict]) -> None:
+                        before = writer.errors
+                        writer.write_lines((r["key"], output_line(r), r["error"] is not None) for r in rows)
+                        display.update(len(rows), writer.errors - before)
 
-                stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars)
-                progress.emit()
+                    stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars, hub=hub)
     except KeyboardInterrupt:
         failure = "interrupted"
     except Exception as e:  # noqa: BLE001 - reported as a one-line failure, records so far are kept
@@ -76,12 +82,12 @@ def _scan(cfg: Any, plan: RunPlan, out_dir: str) -> tuple:
     return plan, pointers, keys, pointers[~keys.done_mask(pointers)]
 
 
-def _consistency(plan: RunPlan, out_dir: str, groups: list[dict]) -> tuple[dict | None, str | None]:
+def _consistency(plan: RunPlan, out_dir: str, groups: list[dict], verbose: bool) -> tuple[dict | None, str | None]:
     """Consistency across repeated runs (step ``consistency``): (summary block, failure)."""
     try:
         from ragscale.pipeline.consistency import run_consistency
 
-        return run_consistency(out_dir, groups, plan.encoder_kwargs, plan.baseline, plan.cluster), None
+        return run_consistency(out_dir, groups, plan.encoder_kwargs, plan.baseline, plan.cluster, verbose), None
     except Exception as e:  # noqa: BLE001 - the records are kept; the run is marked failed
         return None, f"consistency: {type(e).__name__}: {e}"
 
@@ -106,7 +112,7 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
                 "for a judge-based factual_consistency_judge (a different metric)")
     writer = RecordWriter(out_dir, keys)
     t1 = time.time()
-    failure, ray_info, stats = _stream(cfg, plan, todo, writer, printer)
+    failure, ray_info, stats = _stream(cfg, plan, todo, writer, printer, out_dir)
     timings["pipeline_wall"] = time.time() - t1
     summary, outputs, failure = _finish(cfg, plan, out_dir, failure, timings, printer)
     missing = len(pointers) - keys.expected_done()
@@ -130,6 +136,7 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
     from ragscale.report.sinks import Outputs
 
     t2 = time.time()
+    printer("[ragscale] writing the summary, records.parquet and the reports")
     outputs = Outputs(cfg, plan, out_dir, printer)
     summary: dict = {"metrics": list(plan.metrics), "models": {}, "overall": None}
     try:
@@ -139,7 +146,9 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
         return summary, outputs, failure or f"summary: {_one_line(e)}"
     consistency, t3 = None, time.time()
     if outputs.groups is not None and not failure:
-        consistency, failure = _consistency(plan, out_dir, outputs.groups.result())
+        groups = outputs.groups.result()
+        printer(f"[ragscale] consistency across repeated runs: {len(groups)} (model, query) groups")
+        consistency, failure = _consistency(plan, out_dir, groups, cfg.verbose)
     timings["consistency"] = time.time() - t3
     try:
         summary = outputs.finish_summary(consistency)
@@ -150,19 +159,30 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
 
 
 def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Printer) -> None:
-    """The per-model table and the closing lines: what was written and what to open."""
+    """The per-model table and the closing lines: each model's headline score, what was
+    written, and (last) what to open."""
+    from ragscale.report.leaderboard import headline, model_lines
     from ragscale.report.summary import format_table
 
     if cfg.print_summary and summary["models"]:
         printer("")
         printer(format_table(summary))
     rec = info["records"]
-    printer(f"\n[ragscale] {rec['out']}/{rec['in']} records in {out_dir}/records.jsonl "
-            f"({rec['errored']} with errors), {info['timings_s']['total']:.1f}s")
-    if info["outputs"].get("leaderboard"):
-        printer(f"[ragscale] leaderboard ({len(summary['models'])} model(s)): {os.path.join(out_dir, 'leaderboard.md')}")
+    printer(f"\n[ragscale] {rec['out']}/{rec['in']} records evaluated ({rec['errored']} with errors) "
+            f"in {info['timings_s']['total']:.1f}s")
+    lines = model_lines(summary) if summary["models"] else []
+    if lines:
+        printer(f"[ragscale] {len(lines)} model(s), ranked by {headline(summary)}:")
+        for line in lines:
+            printer(f"[ragscale]  {line}")
+    outputs = info["outputs"]
+    printer(f"[ragscale] records:     {os.path.join(out_dir, 'records.jsonl')} (and records.parquet)")
+    if outputs.get("leaderboard"):
+        printer(f"[ragscale] leaderboard: {os.path.join(out_dir, outputs['leaderboard'][0])}")
     if info["failure"] or rec["missing"]:
         printer(f"[ragscale] run failed: {info['failure'] or str(rec['missing']) + ' records missing'}; "
                 "re-run the same command to resume")
-    elif info["outputs"].get("html_report"):
-        printer(f"[ragscale] open {os.path.join(out_dir, info['outputs']['html_report'])}")
+    elif outputs.get("html_report"):
+        printer(f"[ragscale] open the report: {os.path.join(out_dir, outputs['html_report'])}")
+    else:
+        printer(f"[ragscale] summary: {os.path.join(out_dir, 'summary.json')}")

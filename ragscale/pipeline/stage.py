@@ -97,16 +97,26 @@ def process_table(worker: Worker, stage: str, batch: pa.Table, **extra: float) -
     return to_table(rows)
 
 
-def actor_class(stage: Stage) -> type:
+def actor_class(stage: Stage, hub: Any = None, label: str | None = None) -> type:
     """The Ray Data callable class of an actor-pool stage. An instance whose process is a
     restart of one that died (Ray's ``max_restarts``: its node lost, a crash, an OOM kill)
     adds ``restart_counter: 1`` to the stats of the first batch it returns (a lower bound:
-    a restart whose every batch is lost again is not counted)."""
+    a restart whose every batch is lost again is not counted).
+
+    With a progress ``hub`` (ragscale.pipeline.progress), each batch's records are counted
+    under ``label`` (default: the stage's name), and a worker with a ``progress`` attribute
+    gets the reporter's ``add`` there, to report inside a batch (the judges' prompts)."""
     worker_cls, name, counter = stage.worker, stage.name, stage.restart_counter
+    label = label or name
 
     class Adapter:
         def __init__(self, **kwargs: Any):
+            from ragscale.pipeline.progress import Reporter
+
             self.worker = worker_cls(**kwargs)
+            self.reporter = Reporter(hub, label) if hub is not None else None
+            if self.reporter is not None and hasattr(self.worker, "progress"):
+                self.worker.progress = self.reporter.add
             import warnings
 
             import ray
@@ -119,7 +129,13 @@ def actor_class(stage: Stage) -> type:
             extra = {counter: 1} if self._restarted and counter and batch.num_rows else {}
             if extra:
                 self._restarted = False
-            return process_table(self.worker, name, batch, **extra)
+            out = process_table(self.worker, name, batch, **extra)
+            if self.reporter is not None:
+                from ragscale.pipeline.progress import RECORDS
+
+                self.reporter.add(RECORDS, done=out.num_rows)
+                self.reporter.flush()
+            return out
 
     # Ray Data names the stage after the class: keep "MapBatches(EncoderActor)" etc.
     Adapter.__name__, Adapter.__qualname__, Adapter.__doc__ = worker_cls.__name__, worker_cls.__qualname__, worker_cls.__doc__

@@ -32,7 +32,7 @@ import csv
 import os
 from typing import Iterable
 
-from ragscale.metrics.registry import lookup
+from ragscale.metrics.registry import label, lookup
 
 ALL = "ALL"
 HEADLINES = ("HMean_idk", "HMean", "RB_agg_idk", "RB_agg")  # the first one the run has ranks
@@ -214,3 +214,17 @@ def write_leaderboard(summary: dict, out_dir: str) -> dict[str, str]:
         w.writerow(header)
         w.writerows(rows)
     return paths
+
+
+def model_lines(summary: dict) -> list[str]:
+    """One line per model, best first: rank, model, its headline score and n (the end of a run)."""
+    head = headline(summary)
+    rows = ranked(summary, head)
+    if head is None or not rows:
+        return []
+    width = max(len(m) for _, m, _ in rows)
+    out = []
+    for rank, model, d in rows:
+        v, n = _mean_n(d, head)
+        out.append(f"{rank if rank is not None else '-':>3}. {model:<{width}}  {label(head)} {_fmt(head, v)}  (n={n})")
+    return out

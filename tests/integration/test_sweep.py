@@ -44,7 +44,17 @@ def test_directory_sweep_leaderboard_and_shared_encoding(tmp_path):
     res = cli(f"input={tmp_path / 'preds'}", f"output_dir={out}", ALGO)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "files=4 records=40" in res.stdout
-    assert f"leaderboard (4 model(s)): {out / 'leaderboard.md'}" in res.stdout
+    assert f"leaderboard: {out / 'leaderboard.md'}" in res.stdout
+    # the end of the run names each model with its headline score, best first, and what to open
+    summary = json.load(open(out / "summary.json"))
+    head = "RB_agg" if "RB_agg" in summary["metrics"] else None
+    assert "4 model(s), ranked by" in res.stdout
+    ranking = [line for line in res.stdout.splitlines() if line.startswith("[ragscale]  ") and "(n=" in line]
+    assert len(ranking) == 4
+    if head:
+        order = sorted(summary["models"], key=lambda m: (-summary["models"][m]["metrics"][head], m))
+        assert [next(m for m in order if f" {m} " in line) for line in ranking] == order
+    assert res.stdout.rstrip().splitlines()[-1] == f"[ragscale] open the report: {out / 'report.html'}"
 
     recs = [json.loads(line) for line in open(out / "records.jsonl")]
     assert len(recs) == 40 and all(r["error"] is None for r in recs)

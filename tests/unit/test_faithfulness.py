@@ -172,7 +172,7 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
     class Engine:
         name, model = "scripted", "scripted"
 
-        def generate(self, prompts, temperature=0.0, seed=None):
+        def generate(self, prompts, temperature=0.0, seed=None, on_done=None):
             calls.append(len(prompts))
             return [Generation(scripted(p.messages[0]["content"]), 10, 5) for p in prompts]
 

@@ -30,9 +30,14 @@ def actor_with(monkeypatch, tmp_path):
         class Engine:
             name, model = "scripted", "scripted"
 
-            def generate(self, prompts, temperature=0.0, seed=None):
+            def generate(self, prompts, temperature=0.0, seed=None, on_done=None):
                 calls.append([p.judge for p in prompts])
-                return [Generation(respond(p), 10, 3) for p in prompts]
+                out = []
+                for p in prompts:
+                    out.append(Generation(respond(p), 10, 3))
+                    if on_done is not None:
+                        on_done(1)
+                return out
 
         monkeypatch.setattr(judge_mod, "build", lambda kwargs: Engine())
         from ragscale.pipeline.stage import process_table
@@ -137,7 +142,7 @@ def test_reasked_samples_stay_different_draws(actor_with):
     seen: list[tuple[float, int, int]] = []
     engine_generate = actor.engine.generate
 
-    def generate(prompts, temperature=0.0, seed=None):
+    def generate(prompts, temperature=0.0, seed=None, on_done=None):
         seen.append((temperature, seed, len(prompts)))
         return engine_generate(prompts, temperature=temperature, seed=seed)
 
@@ -148,3 +153,30 @@ def test_reasked_samples_stay_different_draws(actor_with):
     out = actor._generate(samples, 1, stats)
     assert sorted(seen) == [(0.7, 1, 1), (0.7, 1001, 1), (0.7, 2001, 1)]  # three draws, none merged
     assert len(out) == 3 and not stats.d.get("judge_dedup_hits")
+
+
+def test_progress_counts_each_rounds_prompts_as_they_finish(actor_with):
+    """The actor reports a round's prompts when the round starts (labelled with its judges) and
+    each one as the engine finishes it; re-asks add to the round; cache hits count at once."""
+    make, _ = actor_with
+
+    def respond(p):
+        text = p.messages[-1]["content"]
+        return "not json" if "BROKEN" in text else json.dumps({"score": "3" if "Paris" in text else "0"})
+
+    rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital.", "BROKEN passage"]),
+            _row("b", "Capital of Italy?", "Rome [1].", ["Rome is the capital."])]
+    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    actor = make(respond, ["umbrela"])
+    events: list[tuple] = []
+    actor.progress = lambda key, done=0, total=0, label=None: events.append((key, done, total, label))
+    actor(table)
+    assert events[0] == ("round 1", 0, 0, "(umbrela)")
+    totals = {k: (sum(e[1] for e in events if e[0] == k), sum(e[2] for e in events if e[0] == k)) for k, *_ in events}
+    assert totals == {"round 1": (4, 4)}  # 3 passages, then the broken one's re-ask
+    assert [e[1] for e in events if e[1]] == [1, 1, 1, 1]  # one by one, as the engine finishes them
+
+    events.clear()
+    actor(table)  # every prompt is in the cache now
+    assert {k: (sum(e[1] for e in events if e[0] == k), sum(e[2] for e in events if e[0] == k))
+            for k, *_ in events} == {"round 1": (4, 4)}

@@ -4,10 +4,11 @@ An engine is built inside a judge actor from plain keyword arguments and offers:
 
     name: str                      # "llama.cpp" | "vllm" | "openai"
     model: str                     # what the cache key and run.json call the model
-    generate(prompts, temperature=0.0, seed=None) -> list[Generation]
+    generate(prompts, temperature=0.0, seed=None, on_done=None) -> list[Generation]
 
 ``prompts`` are ``ragscale.judges.base.JudgePrompt``s (chat messages + the JSON schema the
-output must follow); the returned texts are in the same order. Engines batch or overlap
+output must follow); the returned texts are in the same order. ``on_done(n)``, when given,
+is called as prompts finish (the run's live progress shows a round's prompts inside a batch). Engines batch or overlap
 the prompts as their backend allows; parsing is the judges' business, not theirs.
 
 Each engine module also has ``resolve(conf, pool) -> dict``: it runs on the driver before

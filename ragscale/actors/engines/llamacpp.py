@@ -7,7 +7,7 @@ JSON-schema constrained decoding (llama.cpp grammars).
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.actors.engines import Generation, safe_messages
 from ragscale.judges.base import JudgePrompt
@@ -60,8 +60,10 @@ class Engine:
         self.model = os.path.basename(model_path)
         self.seed = seed
 
-    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None) -> list[Generation]:
-        """Generate each prompt (prefix-sorted) and return the texts in input order."""
+    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None,
+                 on_done: Callable[[int], None] | None = None) -> list[Generation]:
+        """Generate each prompt (prefix-sorted) and return the texts in input order; ``on_done(1)``
+        after each."""
         out: list[Generation | None] = [None] * len(prompts)
         for i in sorted(range(len(prompts)), key=lambda i: prompts[i].text()):
             p = prompts[i]
@@ -74,4 +76,6 @@ class Engine:
             )
             usage = r.get("usage") or {}
             out[i] = Generation(r["choices"][0]["message"].get("content") or "", usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+            if on_done is not None:
+                on_done(1)
         return out  # type: ignore[return-value]

@@ -44,7 +44,7 @@ import json
 import logging
 import os
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 from ragscale.actors.engines import Generation, safe_messages
@@ -356,15 +356,17 @@ class Engine(RetryingHTTP):
     # -- a call -----------------------------------------------------------------------
 
     def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0,
-                 seed: int | None = None) -> list[Generation]:
-        """All prompts in flight (``concurrency`` at a time); outputs in input order, failures as ``error``."""
+                 seed: int | None = None, on_done: Callable[[int], None] | None = None) -> list[Generation]:
+        """All prompts in flight (``concurrency`` at a time); outputs in input order, failures as
+        ``error``; ``on_done(1)`` as each prompt ends."""
         stats = {"requests": 0, "http_retries": 0, "rate_limited": 0, "http_errors": 0, "backoff_s": 0.0}
         self.last_stats = stats
         self._warned = False
         if not prompts:
             return []
         # from inside an event loop (an async actor, a notebook) this runs on a private one
-        out = run_sync(self._agenerate(list(prompts), temperature, self.seed if seed is None else int(seed), stats))
+        out = run_sync(self._agenerate(list(prompts), temperature, self.seed if seed is None else int(seed), stats,
+                                       on_done))
         stats["backoff_s"] = round(stats["backoff_s"], 3)
         if stats["http_errors"]:
             log.warning("openai engine: %s: %d of %d prompts failed (their records carry the error)",

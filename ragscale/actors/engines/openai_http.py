@@ -18,7 +18,7 @@ import os
 import random
 import re
 import time
-from typing import Any, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, Callable, Coroutine, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from ragscale.actors.engines import Generation
@@ -213,7 +213,7 @@ class RetryingHTTP:
         return Generation("", error=self._scrub(f"openai engine: {self.url}: {last} ({tries})"))
 
     async def _agenerate(self, prompts: Sequence[JudgePrompt], temperature: float, seed: int,
-                         stats: dict) -> list[Generation]:
+                         stats: dict, on_done: Callable[[int], None] | None = None) -> list[Generation]:
         import httpx
 
         sem = asyncio.Semaphore(self.concurrency)
@@ -224,6 +224,9 @@ class RetryingHTTP:
             order = sorted(range(len(prompts)), key=lambda i: prompts[i].text())
             tasks = {i: asyncio.ensure_future(self._one(client, sem, prompts[i], temperature, seed, stats))
                      for i in order}
+            if on_done is not None:
+                for t in tasks.values():
+                    t.add_done_callback(lambda _t: on_done(1))
             await asyncio.gather(*tasks.values())
             return [tasks[i].result() for i in range(len(prompts))]
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.actors.engines import Generation, safe_messages
 from ragscale.errors import UserError
@@ -194,6 +194,24 @@ def _rejected_errors() -> tuple[type[Exception], ...]:
         return (ValueError, TypeError)
 
 
+def _counting_tqdm(on_done: Callable[[int], None]) -> Callable[..., Any]:
+    """A factory vLLM accepts as ``use_tqdm``: a bar that draws nothing and reports each
+    ``update(n)`` (prompts finished) to ``on_done``."""
+    import io
+
+    from tqdm import tqdm
+
+    class Counting(tqdm):
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **{**kwargs, "file": io.StringIO(), "disable": False})
+
+        def update(self, n: float | None = 1) -> bool | None:
+            on_done(int(n or 0))
+            return super().update(n)
+
+    return Counting
+
+
 class Engine:
     """``vllm.LLM`` with JSON-schema constrained decoding, greedy by default; one batch per call."""
 
@@ -258,16 +276,20 @@ class Engine:
             structured_outputs=StructuredOutputsParams(json=p.schema),
         )
 
-    def _chat(self, prompts: Sequence[JudgePrompt], params: list) -> list[Generation]:
-        outs = self.llm.chat([safe_messages(p.messages) for p in prompts], params, use_tqdm=False)
+    def _chat(self, prompts: Sequence[JudgePrompt], params: list,
+              on_done: Callable[[int], None] | None = None) -> list[Generation]:
+        tqdm = _counting_tqdm(on_done) if on_done is not None else False
+        outs = self.llm.chat([safe_messages(p.messages) for p in prompts], params, use_tqdm=tqdm)
         return [
             Generation(o.outputs[0].text if o.outputs else "", len(o.prompt_token_ids or ()),
                        len(o.outputs[0].token_ids) if o.outputs else 0)
             for o in outs
         ]
 
-    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None) -> list[Generation]:
-        """All prompts in one continuous batch; texts in input order.
+    def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None,
+                 on_done: Callable[[int], None] | None = None) -> list[Generation]:
+        """All prompts in one continuous batch; texts in input order; ``on_done(n)`` as vLLM
+        finishes them (its progress-bar hook, drawing nothing).
 
         A prompt vLLM rejects (e.g. longer than ``max_model_len``) fails the whole batch call:
         then each prompt is submitted alone and only the rejected ones get ``error`` set.
@@ -276,9 +298,12 @@ class Engine:
             return []
         params = [self._params(p, temperature, self.seed if seed is None else seed) for p in prompts]
         try:
-            return self._chat(prompts, params)
+            return self._chat(prompts, params, on_done)
         except self._rejected:
-            return [g for p, sp in zip(prompts, params) for g in self._one(p, sp)]
+            outs = [g for p, sp in zip(prompts, params) for g in self._one(p, sp)]
+            if on_done is not None:
+                on_done(len(prompts))
+            return outs
 
     def _one(self, p: JudgePrompt, sp: Any) -> list[Generation]:
         try:
