@@ -38,7 +38,8 @@ echo "[setup] creating/updating .venv ($MODE: $EXTRAS) with $($PY --version); th
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "[setup] installing $TORCH_SPEC (CPU) first"
-  "${PIP[@]}" install "$TORCH_SPEC"
+  # shellcheck disable=SC2086  # word-split on purpose: the spec may carry --index-url URL
+  "${PIP[@]}" install $TORCH_SPEC
 fi
 if [[ ",$EXTRAS," == *",judge-local,"* ]]; then
   if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
