@@ -2,7 +2,8 @@
 
 One file, inline CSS and inline SVG charts, no scripts and nothing fetched: it opens from
 disk. Sections: run provenance (run.json), per-model summary (summary.json, else computed
-here), per-metric distributions, judge work (run.json ``judge_work`` and the records'
+here), the differences between models that are significant and those that are not (when
+summary.json has a ``significance`` block), per-metric distributions, judge work (run.json ``judge_work`` and the records'
 ``judge_errors``), record errors, and the lowest-scoring records per metric with their
 question, answer, metric values and judge details. Every text taken from the run is
 HTML-escaped.

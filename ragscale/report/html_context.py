@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from ragscale.report.html import PALETTE, _Dist, _Scan, fmt, trunc
+from ragscale.report.html_significance import significance
 from ragscale.report.html_svg import dist_chart, rate_chart
 from ragscale.report.plots import is_rate_metric, mean_ci
 
@@ -26,6 +27,7 @@ def page_context(run_dir: str, scan: _Scan, summary: dict | None, run: dict | No
         "path": os.path.abspath(run_dir),
         "header": _header(run, scan),
         "summary": _summary(summary, scan, metrics),
+        "significance": significance(summary),
         "distributions": _distributions(scan, metrics, colors),
         "judges": _judges(run, scan),
         "errors": _errors(scan),
