@@ -135,8 +135,8 @@ count_records() { "$VPY" -c 'import sys; print(sum(1 for l in open(sys.argv[1]) 
 # --- a. console script, custom scenario ------------------------------------------------------
 log "a. ragscale run +scenario=custom output_dir=$WORK/out1"
 ragscale run +scenario=custom output_dir="$WORK/out1" || fail "a. ragscale run +scenario=custom exited $?"
-for f in records.jsonl summary.json; do [ -s "$WORK/out1/$f" ] || fail "a. missing $WORK/out1/$f"; done
-log "a. ok: $(count_records "$WORK/out1/records.jsonl") records, summary.json written"
+for f in records.jsonl summary.json report.html; do [ -s "$WORK/out1/$f" ] || fail "a. missing $WORK/out1/$f"; done
+log "a. ok: $(count_records "$WORK/out1/records.jsonl") records, summary.json and report.html (templates from the wheel) written"
 
 # --- b. python -m ragscale.run, mtrag algorithmic -------------------------------------------
 log "b. python -m ragscale.run +scenario=mtrag steps=[algorithmic] limit=6 output_dir=$WORK/out2"

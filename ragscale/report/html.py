@@ -2,7 +2,8 @@
 
 One file, inline CSS and inline SVG charts, no scripts and nothing fetched: it opens from
 disk. Sections: run provenance (run.json), per-model summary (summary.json, else computed
-here), per-metric distributions, judge work (run.json ``judge_work`` and the records'
+here), the differences between models that are significant and those that are not (when
+summary.json has a ``significance`` block), per-metric distributions, judge work (run.json ``judge_work`` and the records'
 ``judge_errors``), record errors, and the lowest-scoring records per metric with their
 question, answer, metric values and judge details. Every text taken from the run is
 HTML-escaped.
@@ -11,14 +12,16 @@ records.jsonl is read in one streaming pass with bounded memory: per metric and 
 running mean/variance, min/max, exact 20-bin histogram counts over [0, 1] and a uniform
 reservoir sample (fixed seed) for quantiles; per metric a heap of the N lowest records.
 
-This module holds the scan and the page; the sections are built in ``html_sections`` and the
-charts drawn in ``html_svg`` (both package-private).
+This module holds the scan and renders the page: jinja2 templates in ``templates/`` (package
+data) with autoescaping on, a base layout and one template per section. What each section
+shows is computed in ``html_context`` (and ``html_significance``), the charts' geometry in
+``html_svg`` (all package-private); no Python code writes markup.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
-import html
 import json
 import math
 import os
@@ -27,44 +30,14 @@ import time
 from collections import Counter, defaultdict
 from typing import Any, Sequence
 
+import jinja2
+
 from ragscale.report.plots import check_run_dir, is_flag, read_json
 
 RESERVOIR = 2000
 BINS = 20
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac"]
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0;color:#1d232a;background:#f6f7f9}
-main{max-width:1180px;margin:0 auto;padding:18px 28px 60px}
-h1{font-size:24px;margin:8px 0 4px}h2{font-size:19px;margin:30px 0 10px;border-bottom:2px solid #d8dde3;padding-bottom:4px}
-h3{font-size:16px;margin:20px 0 6px}h4{font-size:14px;margin:10px 0 4px}
-.sub{color:#5b6670}
-table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
-th,td{border:1px solid #d8dde3;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#eef1f4;font-weight:600}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr:nth-child(even) td{background:#fafbfc}
-.kv th{width:170px}
-.card{background:#fff;border:1px solid #d8dde3;border-radius:6px;padding:10px 14px;margin:10px 0}
-.card .head{font-weight:600;margin-bottom:6px}
-.score{display:inline-block;background:#e15759;color:#fff;border-radius:4px;padding:0 6px;margin-right:6px}
-.text{white-space:pre-wrap;word-break:break-word;background:#f8f9fb;border-left:3px solid #c9d1d9;padding:4px 8px;margin:2px 0 8px}
-pre{white-space:pre-wrap;word-break:break-word;background:#f3f4f6;padding:6px 8px;margin:2px 0;font-size:12px;max-height:320px;overflow:auto}
-.null{color:#8a949e;font-style:italic}.warn{color:#b3261e;font-weight:600}.ok{color:#2e7d32;font-weight:600}
-nav a{margin-right:12px}
-details>summary{cursor:pointer;color:#35577a}
-svg{background:#fff;border:1px solid #d8dde3;border-radius:4px}
-.small{font-size:12px}
-.wide{overflow-x:auto;max-width:100%}
-th.hl,td.hl{background:#fde8e8!important;font-weight:700}
-td.name{white-space:nowrap}
-"""
-
-
-def esc(value: Any) -> str:
-    """HTML-escape any value's text (quotes too)."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def trunc(text: str, limit: int) -> str:
@@ -355,34 +328,13 @@ def write_report(run_dir: str, out_path: str | None = None, *, worst_n: int = 5)
 
 def _render(run_dir: str, scan: _Scan, summary: dict | None, run: dict | None, worst_n: int,
             out_path: str | None) -> str:
-    from ragscale.errors import UserError
-    from ragscale.report.html_sections import (_dist_section, _errors_section, _header, _judge_section,
-                                               _summary_section, _worst_section)
-
-    metrics = [m for m in scan.metrics if m in scan.dists and m not in scan.flags]
-    colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(scan.models))}
-    worst_metrics = [m for m in metrics if m in scan.worst]
-    name = os.path.basename(os.path.normpath(os.path.abspath(run_dir)))
-    nav = ('<nav><a href="#summary">summary</a><a href="#distributions">distributions</a>'
-           '<a href="#judges">judge work</a><a href="#errors">errors</a><a href="#worst">lowest records</a></nav>')
     from ragscale import __version__ as version
+    from ragscale.errors import UserError
+    from ragscale.report.html_context import page_context
 
-    body = [
-        _header(run_dir, run, scan), nav,
-        _summary_section(summary, scan, metrics),
-        _dist_section(scan, metrics, colors, RESERVOIR),
-        _judge_section(run, scan),
-        _errors_section(scan),
-        _worst_section(scan, worst_metrics, worst_n),
-        f'<p class="sub small">Generated by ragscale {esc(version)} at {esc(time.strftime("%Y-%m-%d %H:%M:%S %Z"))}'
-        f" from {sum(scan.models.values())} records.</p>",
-    ]
-    doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           '<meta name="viewport" content="width=device-width, initial-scale=1">'
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-           "img-src data:\">"
-           f"<title>ragscale report: {esc(name)}</title><style>{_CSS}</style></head>"
-           f"<body><main>{''.join(body)}</main></body></html>\n")
+    context = page_context(run_dir, scan, summary, run, worst_n)
+    doc = _environment().get_template("report.html.j2").render(
+        context, reservoir=RESERVOIR, version=version, generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
     out = out_path or os.path.join(run_dir, "report.html")
     tmp = out + ".tmp"
     try:
@@ -392,3 +344,40 @@ def _render(run_dir: str, scan: _Scan, summary: dict | None, run: dict | None, w
     except OSError as exc:
         raise UserError(f"cannot write {out}: {exc}") from None
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    """The report's templates (``ragscale/report/templates``, package data) with autoescaping on for
+    every template: each text taken from the run is escaped where it is printed."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ragscale.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters.update(fmt=fmt, trunc=trunc, px=lambda v: f"{v:.1f}", json_shape=_json_shape,
+                       dumps=lambda v: json.dumps(v, ensure_ascii=False, default=str), columns=_columns)
+    return env
+
+
+def _json_shape(obj: Any) -> str:
+    """How the templates' ``json`` macro shows a JSON value."""
+    if obj is None:
+        return "null"
+    if isinstance(obj, (bool, int, float)):
+        return "number"
+    if isinstance(obj, str):
+        return "text"
+    if isinstance(obj, dict):
+        return "dict"
+    if isinstance(obj, list):
+        if obj and all(isinstance(x, dict) for x in obj):
+            return "records"
+        return "scalars" if all(not isinstance(x, (dict, list)) for x in obj) else "list"
+    return "other"
+
+
+def _columns(rows: list[dict], limit: int) -> list[str]:
+    """The keys of a list of dicts in first-seen order (at most ``limit``)."""
+    cols: list[str] = []
+    for row in rows:
+        cols.extend(k for k in row if k not in cols)
+    return cols[:limit]

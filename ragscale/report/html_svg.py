@@ -1,21 +1,26 @@
-"""Inline SVG charts of the HTML report (package-private; see :mod:`ragscale.report.html`).
+"""The geometry of the HTML report's inline SVG charts (package-private; see :mod:`ragscale.report.html`).
 
 Per metric, one chart of all models: histogram and box for scores, "% of records" bars for
-rates. Plain strings, no plotting library, so the report stays one self-contained file.
+rates. This module only computes positions and labels (plain numbers and strings); the
+markup is the ``dist_chart`` and ``rate_chart`` macros of ``templates/charts.html.j2``, so
+that every text of the run (model names) goes through the templates' autoescaping.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from ragscale.report.html import BINS, _Dist, esc, fmt, trunc
+from ragscale.report.html import BINS, _Dist, fmt
 from ragscale.report.plots import mean_ci, wilson_interval
 
+Row = tuple[str, str, _Dist]  # (model, color, statistics)
+# the distribution chart: width, left and right ends of the value axis, height of one model's band, top margin
+W, L, R, RH, TOP = 860, 190, 830, 74, 8
 
-def _svg_dist(metric: str, rows: list[tuple[str, str, _Dist]]) -> str:
+
+def dist_chart(metric: str, rows: list[Row]) -> dict[str, Any]:
     """Per-model histogram and box (quartiles from the sample, whiskers min..max, mean with 95% CI)."""
-    import numpy as np
-
     lo = min(d.lo for _, _, d in rows)
     hi = max(d.hi for _, _, d in rows)
     unit = all(d.unit for _, _, d in rows)
@@ -23,54 +28,34 @@ def _svg_dist(metric: str, rows: list[tuple[str, str, _Dist]]) -> str:
         lo, hi, step = 0.0, 1.0, 0.2
     else:
         lo, hi, step = _nice_range(lo, hi)
-    W, L, R, RH, TOP = 860, 190, 830, 74, 8
-    H = TOP + RH * len(rows) + 34
 
     def x(v: float) -> float:
         return L + (R - L) * (v - lo) / (hi - lo)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-             f'role="img" aria-label="{esc(metric)} distribution per model" font-family="sans-serif" font-size="12">']
-    for i, (model, color, d) in enumerate(rows):
-        y0 = TOP + i * RH
-        parts.append(f'<text x="{L - 8}" y="{y0 + 34}" text-anchor="end">{esc(trunc(model, 26))}</text>')
-        parts.append(f'<text x="{L - 8}" y="{y0 + 50}" text-anchor="end" fill="#5b6670">n={d.n}</text>')
-        if unit:
-            counts = d.hist
-        else:
-            counts = np.histogram(d.sample, bins=BINS, range=(lo, hi))[0].tolist()
-        top = max(counts) or 1
-        bw = (R - L) / BINS
-        for b, c in enumerate(counts):
-            if c:
-                h = 40 * c / top
-                parts.append(f'<rect x="{L + b * bw + 0.5:.1f}" y="{y0 + 44 - h:.1f}" width="{bw - 1:.1f}" '
-                             f'height="{h:.1f}" fill="{color}" fill-opacity="0.55"><title>{c}</title></rect>')
-        q1, med, q3 = d.quantile(0.25), d.quantile(0.5), d.quantile(0.75)
-        yb = y0 + 58
-        parts.append(f'<line x1="{x(d.lo):.1f}" x2="{x(d.hi):.1f}" y1="{yb}" y2="{yb}" stroke="#333"/>')
-        for v in (d.lo, d.hi):
-            parts.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{yb - 5}" y2="{yb + 5}" stroke="#333"/>')
-        if q1 is not None and q3 is not None and med is not None:
-            parts.append(f'<rect x="{x(q1):.1f}" y="{yb - 7}" width="{max(1.0, x(q3) - x(q1)):.1f}" height="14" '
-                         f'fill="{color}" fill-opacity="0.35" stroke="#333"/>')
-            parts.append(f'<line x1="{x(med):.1f}" x2="{x(med):.1f}" y1="{yb - 7}" y2="{yb + 7}" '
-                         f'stroke="#e8710a" stroke-width="2.5"/>')
-        ci = mean_ci(d.n, d.mean, d.sd)
-        if ci is not None:
-            a, b = max(lo, ci[0]), min(hi, ci[1])
-            parts.append(f'<line x1="{x(a):.1f}" x2="{x(b):.1f}" y1="{yb + 11}" y2="{yb + 11}" stroke="#1a237e" '
-                         f'stroke-width="2"/>')
-        parts.append(f'<circle cx="{x(d.mean):.1f}" cy="{yb}" r="3.5" fill="#1a237e"><title>mean {fmt(d.mean)}</title>'
-                     f'</circle>')
+    out = [_dist_row(model, color, d, TOP + i * RH, x, lo, hi, unit) for i, (model, color, d) in enumerate(rows)]
     ya = TOP + RH * len(rows) + 4
-    parts.append(f'<line x1="{L}" x2="{R}" y1="{ya}" y2="{ya}" stroke="#333"/>')
-    for k in range(int(round((hi - lo) / step)) + 1):
-        v = lo + step * k
-        parts.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{ya}" y2="{ya + 4}" stroke="#333"/>')
-        parts.append(f'<text x="{x(v):.1f}" y="{ya + 17}" text-anchor="middle">{esc(_tick(v))}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    ticks = [(x(lo + step * k), _tick(lo + step * k)) for k in range(int(round((hi - lo) / step)) + 1)]
+    return {"metric": metric, "W": W, "H": TOP + RH * len(rows) + 34, "L": L, "R": R, "rows": out,
+            "axis_y": ya, "ticks": ticks}
+
+
+def _dist_row(model: str, color: str, d: _Dist, y0: int, x: Any, lo: float, hi: float, unit: bool) -> dict:
+    """One model's band of :func:`dist_chart`: histogram bars, whiskers, box, median, mean and its CI."""
+    import numpy as np
+
+    counts = d.hist if unit else np.histogram(d.sample, bins=BINS, range=(lo, hi))[0].tolist()
+    top = max(counts) or 1
+    bw = (R - L) / BINS
+    bars = [{"x": L + b * bw + 0.5, "y": y0 + 44 - 40 * c / top, "w": bw - 1, "h": 40 * c / top, "count": c}
+            for b, c in enumerate(counts) if c]
+    q1, med, q3 = d.quantile(0.25), d.quantile(0.5), d.quantile(0.75)
+    box = None
+    if q1 is not None and q3 is not None and med is not None:
+        box = {"x": x(q1), "w": max(1.0, x(q3) - x(q1)), "median": x(med)}
+    ci = mean_ci(d.n, d.mean, d.sd)
+    return {"model": model, "n": d.n, "color": color, "y0": y0, "yb": y0 + 58, "bars": bars,
+            "lo": x(d.lo), "hi": x(d.hi), "box": box, "mean": x(d.mean), "mean_text": fmt(d.mean),
+            "ci": None if ci is None else (x(max(lo, ci[0])), x(min(hi, ci[1])))}
 
 
 def _nice_range(lo: float, hi: float) -> tuple[float, float, float]:
@@ -83,35 +68,22 @@ def _nice_range(lo: float, hi: float) -> tuple[float, float, float]:
     return math.floor(lo / step) * step, math.ceil(hi / step) * step, step
 
 
-def _svg_rate(metric: str, rows: list[tuple[str, str, _Dist]]) -> str:
+def rate_chart(metric: str, rows: list[Row]) -> dict[str, Any]:
     """Per-model "% of records = 1" bars with 95% Wilson intervals (for ``answered``)."""
-    W, L, R, RH, TOP = 960, 190, 780, 34, 8
-    H = TOP + RH * len(rows) + 34
+    W, L, R, RH, TOP = 960, 190, 780, 34, 8  # its own geometry (the same meaning as above)
 
     def x(pct: float) -> float:
         return L + (R - L) * pct / 100
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-             f'role="img" aria-label="{esc(metric)} rate per model" font-family="sans-serif" font-size="12">']
+    out = []
     for i, (model, color, d) in enumerate(rows):
-        y0 = TOP + i * RH
         k = sum(d.hist[BINS // 2:]) if d.unit else round(d.mean * d.n)
         pct = 100 * k / d.n
         ci = wilson_interval(k, d.n)
-        parts.append(f'<text x="{L - 8}" y="{y0 + 20}" text-anchor="end">{esc(trunc(model, 26))}</text>')
-        parts.append(f'<rect x="{L}" y="{y0 + 6}" width="{x(pct) - L:.1f}" height="20" fill="{color}" '
-                     f'fill-opacity="0.6" stroke="#333"/>')
-        if ci is not None:
-            parts.append(f'<line x1="{x(100 * ci[0]):.1f}" x2="{x(100 * ci[1]):.1f}" y1="{y0 + 16}" y2="{y0 + 16}" '
-                         f'stroke="#1a237e" stroke-width="2"/>')
-        parts.append(f'<text x="{R + 10}" y="{y0 + 20}">{pct:.1f}% ({k}/{d.n})</text>')
-    ya = TOP + RH * len(rows) + 4
-    parts.append(f'<line x1="{L}" x2="{R}" y1="{ya}" y2="{ya}" stroke="#333"/>')
-    for v in range(0, 101, 20):
-        parts.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{ya}" y2="{ya + 4}" stroke="#333"/>')
-        parts.append(f'<text x="{x(v):.1f}" y="{ya + 17}" text-anchor="middle">{v}%</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+        out.append({"model": model, "color": color, "y0": TOP + i * RH, "w": x(pct) - L, "k": k, "n": d.n,
+                    "pct": f"{pct:.1f}", "ci": None if ci is None else (x(100 * ci[0]), x(100 * ci[1]))})
+    return {"metric": metric, "W": W, "H": TOP + RH * len(rows) + 34, "L": L, "R": R, "rows": out,
+            "axis_y": TOP + RH * len(rows) + 4, "ticks": [(x(v), f"{v}%") for v in range(0, 101, 20)]}
 
 
 def _tick(v: float) -> str:
