@@ -128,7 +128,7 @@ def test_absent_hhem_is_announced_and_null_or_a_named_judge_fallback(tmp_path):
                   "hallucination.judge_fallback=true", f"judge.cache_path={tmp_path / 'c.sqlite'}")
     assert res.returncode == 0, res.stderr[-3000:]
     warn = res.stdout.index("HHEM unavailable")
-    assert warn < res.stdout.index("records (")  # said before the run starts
+    assert warn < res.stdout.index("starting Ray")  # said before the run starts
     rec = records(out)[("cap", 1)]
     assert rec["metrics"]["hhem"] is None
     assert any(e["judge"] == "hhem" and "/nonexistent/hhem" in e["reason"] for e in rec["ragscale"]["judge_errors"])
