@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 CHUNK = 1 << 22  # resampled entries held at once (32 MiB of float64)
-GATHER_ROWS = 8  # comparisons of one size from which on bootstrap means are a matrix product
+GATHER_ROWS = 4  # comparisons of one size from which on bootstrap means are a matrix product
 CORRECTIONS = ("holm", "bonferroni", "none")
 
 
@@ -49,8 +49,10 @@ def bootstrap_means(d: np.ndarray, resamples: int, rng: np.random.Generator) -> 
     k, n = d.shape
     out = np.empty((k, resamples))
     if k < GATHER_ROWS:
-        for start, size in _steps(resamples, k * n):
-            out[:, start:start + size] = d[:, rng.integers(0, n, (size, n))].mean(axis=-1)
+        for start, size in _steps(resamples, n):
+            idx = rng.integers(0, n, (size, n))
+            for j in range(k):
+                out[j, start:start + size] = np.take(d[j], idx).mean(axis=-1)
         return out
     for start, size in _steps(resamples, n):
         idx = rng.integers(0, n, (size, n))
