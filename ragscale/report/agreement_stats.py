@@ -21,7 +21,6 @@ import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-from scipy import stats
 
 from ragscale.report.stats import rng_arg
 
@@ -36,12 +35,16 @@ def _undefined(x: np.ndarray, y: np.ndarray) -> bool:
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Spearman's rho (``scipy.stats.spearmanr``; average ranks for ties); ``None`` when undefined."""
+    from scipy import stats
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     return None if _undefined(x, y) else float(stats.spearmanr(x, y).statistic)
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Kendall's tau-b (tie-corrected; ``scipy.stats.kendalltau(variant="b")``); ``None`` when undefined."""
+    from scipy import stats
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     return None if _undefined(x, y) else float(stats.kendalltau(x, y, variant="b").statistic)
 
@@ -145,6 +148,8 @@ def _bootstrap(h: np.ndarray, m: np.ndarray, fns: list[Callable[[Any, Any], floa
     """(interval, "BCa" | "percentile", undefined replicates) per statistic: one paired
     ``scipy.stats.bootstrap`` over records for all of them (the same resamples), BCa; the percentile
     interval of the defined replicates where BCa is undefined."""
+    from scipy import stats
+
     def statistic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.array([np.nan if (v := fn(a, b)) is None else v for fn in fns])
 

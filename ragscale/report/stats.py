@@ -1,6 +1,7 @@
 """Confidence intervals from scipy.stats: Student-t intervals of a mean and Wilson score
 intervals of a proportion, used by the comparison plots (:mod:`ragscale.report.plots`) and the
-HTML report; and how a seed reaches scipy's resampling functions (:func:`rng_arg`)."""
+HTML report; and how a seed reaches scipy's resampling functions (:func:`rng_arg`). scipy is
+imported when first needed (about 0.7 s), so the commands that fail early stay quick."""
 
 from __future__ import annotations
 
@@ -9,31 +10,38 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
-# scipy 1.15 renamed the resampling functions' ``random_state`` to ``rng`` (SPEC 7).
-_RNG_NAME = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
 
 
 def rng_arg(seed: int) -> dict[str, np.random.Generator]:
     """The keyword argument that seeds ``scipy.stats.bootstrap`` / ``permutation_test`` with
-    ``numpy.random.default_rng(seed)``, under the name this scipy uses."""
-    return {_RNG_NAME: np.random.default_rng(seed)}
+    ``numpy.random.default_rng(seed)``, under the name this scipy uses (scipy 1.15 renamed
+    ``random_state`` to ``rng``)."""
+    from scipy import stats
+
+    name = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
+    return {name: np.random.default_rng(seed)}
 
 
 def t_cdf(t: float, df: float) -> float:
     """CDF of Student's t distribution with ``df`` degrees of freedom."""
+    from scipy import stats
+
     return float(stats.t.cdf(t, df))
 
 
 def norm_ppf(p: float) -> float:
     """Quantile of the standard normal distribution."""
+    from scipy import stats
+
     return float(stats.norm.ppf(p))
 
 
 def t_ppf(p: float, df: float) -> float:
     """Quantile of Student's t distribution."""
+    from scipy import stats
+
     if not 0.0 < p < 1.0 or df <= 0:
         raise ValueError("t_ppf needs 0 < p < 1 and df > 0")
     return float(stats.t.ppf(p, df))
@@ -59,6 +67,8 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
 
 def wilson_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """Wilson score interval of a proportion k/n (``scipy.stats.binomtest``); ``None`` for n == 0."""
+    from scipy import stats
+
     if n == 0:
         return None
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
