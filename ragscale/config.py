@@ -147,6 +147,23 @@ class AgreementConf:
 
 
 @dataclass
+class SignificanceConf:
+    """Paired tests between the models of a run (summary.json ``significance``, leaderboard.md,
+    significance.csv; docs/statistics.md): ``resamples`` bootstrap resamples and random sign flips,
+    ``confidence`` of the intervals, ``alpha`` the level at which an adjusted p-value is significant,
+    ``correction`` holm | bonferroni | none, every pair of models up to ``all_pairs_max_models``
+    models (else each model against the leader), ``seed`` of the resampling."""
+
+    enabled: bool = True
+    resamples: int = 10000
+    confidence: float = 0.95
+    alpha: float = 0.05
+    correction: str = "holm"
+    all_pairs_max_models: int = 8
+    seed: int = 0
+
+
+@dataclass
 class RagscaleConf:
     scenario_name: Optional[str] = None
     sample: Optional[str] = None
@@ -167,6 +184,7 @@ class RagscaleConf:
     custom: CustomConf = field(default_factory=CustomConf)
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)
     agreement: AgreementConf = field(default_factory=AgreementConf)
+    significance: SignificanceConf = field(default_factory=SignificanceConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run

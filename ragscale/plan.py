@@ -1,7 +1,7 @@
 """Config -> a frozen run plan: everything checked before Ray starts.
 
 ``compose`` builds the Hydra config as the CLI does; ``plan_run`` validates it (steps,
-metrics, inputs, expectations, agreement pairs) and asks the workers' own modules to plan
+metrics, inputs, expectations, agreement pairs, significance settings) and asks the workers' own modules to plan
 their part: the encoder (ragscale.actors.encoder.plan_encoder), HHEM
 (ragscale.actors.nli.plan_nli) and the judges (ragscale.actors.judge.plan_judges). Every
 problem is a one-line UserError.
@@ -141,6 +141,9 @@ def plan_run(cfg: Any) -> RunPlan:
         if not os.path.isfile(cfg.agreement.human):
             raise UserError(f"agreement.human: no such file: {cfg.agreement.human}")
         parse_pairs(list(cfg.agreement.pairs))
+    from ragscale.report.significance import check_settings
+
+    check_settings(cfg.significance)
     expectations = _expectations(cfg, metrics)
     stages = stages_for(metrics) | {"lexical"}
     cluster = OmegaConf.to_container(cfg.cluster, resolve=True)

@@ -17,10 +17,10 @@ from typing import Any, Sequence
 
 from ragscale.errors import UserError
 from ragscale.report.agreement_io import ALL, HumanRatings, plot, read_human, to_markdown, write_outputs
-from ragscale.report.agreement_stats import (MAX_CATEGORIES, STATS, _inversions, accuracy, cohen_kappa, is_binary,
+from ragscale.report.agreement_stats import (MAX_CATEGORIES, STATS, accuracy, cohen_kappa, is_binary,
                                              is_categorical, kendall_tau_b, spearman, statistics_for)
 
-__all__ = ["ALL", "MAX_CATEGORIES", "STATS", "HumanRatings", "_inversions", "accuracy", "agreement", "cohen_kappa",
+__all__ = ["ALL", "MAX_CATEGORIES", "STATS", "HumanRatings", "accuracy", "agreement", "cohen_kappa",
            "is_binary", "is_categorical", "kendall_tau_b", "parse_pairs", "plot", "read_human", "spearman",
            "statistics_for", "to_markdown", "write_outputs"]
 
@@ -219,5 +219,6 @@ def _result(run_dir: str, human_path: str, human: HumanRatings, explicit: dict[s
                       "unmatched": len(human.values) - len(join.used), "skipped": human.skipped,
                       "non_numeric": human.non_numeric},
             "records": {"run": join.total, "matched": len(join.matched), "errored_excluded": join.errored},
-            "bootstrap": {"replicates": n_boot, "seed": seed, "confidence": 0.95, "method": "percentile"},
+            "bootstrap": {"replicates": n_boot, "seed": seed, "confidence": 0.95,
+                          "method": "BCa (percentile where BCa is undefined)"},
             "pairs": chosen, "rows": rows}

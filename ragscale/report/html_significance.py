@@ -33,8 +33,10 @@ def significance(summary: dict | None) -> dict | None:
     if not metrics:
         return None
     conf = _number(block.get("confidence"))
+    method = str(block["method"]).strip() if block.get("method") else None
     return {"metrics": metrics, "interval": "interval" if conf is None else f"{100 * conf:g}% interval",
-            "method": block.get("method"), "settings": _settings(block, conf)}
+            "method": f"Method: {method}" + ("" if method.endswith(".") else ".") if method else None,
+            "settings": _settings(block, conf)}
 
 
 def _pair(metric: str, p: dict) -> dict:

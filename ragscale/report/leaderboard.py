@@ -24,6 +24,8 @@ few numbers per (model, cell, metric).
 - **CSV**: every metric for every (model, cell): ``rank, model_id, breakdown, cell, count,
   errors``, the means, ``answerability_accuracy``, then ``n_<metric>`` per metric and
   ``answerability_n``.
+- **Significance** (when summary.json has the block, ragscale.report.significance): a section
+  of leaderboard.md, and significance.csv beside leaderboard.csv, one row per metric and pair.
 """
 
 from __future__ import annotations
@@ -180,7 +182,10 @@ def format_markdown(summary: dict) -> str:
                     vals.append(f"{_fmt(m, v)} ({n})")
                 rows.append(["–" if rank is None else str(rank), model, *vals])
             out += ["", f"### {m}", ""] + _md_table(["#", "model", *[label for _, _, label in cols]], rows, 2)
-    return "\n".join(out) + "\n"
+    from ragscale.report.significance import markdown_lines
+
+    sig = markdown_lines(summary)
+    return "\n".join(out + ([""] + sig if sig else [])) + "\n"
 
 
 def csv_rows(summary: dict) -> tuple[list[str], list[list]]:
@@ -204,15 +209,22 @@ def csv_rows(summary: dict) -> tuple[list[str], list[list]]:
 
 
 def write_leaderboard(summary: dict, out_dir: str) -> dict[str, str]:
-    """Write ``leaderboard.md`` and ``leaderboard.csv`` into ``out_dir``; returns their paths."""
+    """Write ``leaderboard.md`` and ``leaderboard.csv`` (and ``significance.csv`` when the summary
+    has a significance block) into ``out_dir``; returns their paths."""
+    from ragscale.report import significance
+
     paths = {"markdown": os.path.join(out_dir, "leaderboard.md"), "csv": os.path.join(out_dir, "leaderboard.csv")}
     with open(paths["markdown"], "w", encoding="utf-8") as fh:
         fh.write(format_markdown(summary))
-    header, rows = csv_rows(summary)
-    with open(paths["csv"], "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
+    tables = {"csv": csv_rows(summary)}
+    if isinstance(summary.get("significance"), dict):
+        paths["significance"] = os.path.join(out_dir, "significance.csv")
+        tables["significance"] = (significance.CSV_HEADER, significance.csv_rows(summary["significance"]))
+    for key, (header, rows) in tables.items():
+        with open(paths[key], "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            w.writerows(rows)
     return paths
 
 

@@ -1,7 +1,8 @@
 """Everything written from the records after the pipeline, in ONE pass over records.jsonl:
-the summary and records.parquet, the groups of repeated runs for consistency, the
-open-rag-eval results CSVs (TREC steps), judge-vs-human agreement and the HTML report's
-statistics; then, from the summary, the leaderboard. The runner drives it:
+the summary and records.parquet, the groups of repeated runs for consistency, the per-task
+values the significance tests between models pair, the open-rag-eval results CSVs (TREC
+steps), judge-vs-human agreement and the HTML report's statistics; then, from the summary, the
+leaderboard. The runner drives it:
 
     outputs = Outputs(cfg, plan, out_dir, printer); outputs.read()        # the one pass
     summary = outputs.finish_summary(consistency)                          # summary.json/csv
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, Callable
 
 TREC_STEPS = ("retrieval", "nuggets", "citation", "hallucination", "no_answer")
@@ -34,6 +36,11 @@ class Outputs:
             from ragscale.metrics.registry import record_scalar
 
             self.groups = GroupCollector(numeric_metrics(plan.metrics), record_scalar)
+        self.paired = None  # per-task values for the significance block (ragscale.report.significance)
+        if cfg.significance.enabled:
+            from ragscale.report.significance import PairedValues, compared_metrics
+
+            self.paired = PairedValues(compared_metrics(self.metrics))
         self.sinks: dict[str, tuple[str, Any]] = {}  # run.json outputs key -> (what a warning calls it, sink)
         self._open("open_rag_eval_csv", "open-rag-eval CSV export", lambda: self._orag(plan))
         self._open("agreement", "judge-vs-human agreement", self._agreement)
@@ -79,6 +86,12 @@ class Outputs:
                 self.summary.add(rec)
                 if self.groups is not None:
                     self.groups.add(rec)
+                if self.paired is not None:
+                    try:
+                        self.paired.add(rec)
+                    except Exception as e:  # noqa: BLE001 - reported, never fatal
+                        self.printer(f"[ragscale] warning: significance failed: {type(e).__name__}: {e}")
+                        self.paired = None
                 for key, (label, sink) in list(self.sinks.items()):
                     try:
                         sink.add(rec)
@@ -89,8 +102,28 @@ class Outputs:
             self.summary.close()
 
     def finish_summary(self, consistency: dict | None = None) -> dict:
-        """Write summary.json and summary.csv; returns the summary."""
-        return self.summary.finish(consistency)
+        """Write summary.json and summary.csv (with the significance block); returns the summary."""
+        return self.summary.finish(consistency, self._significance if self.paired is not None else None)
+
+    def _significance(self, summary: dict) -> dict | None:
+        """summary.json's significance block (None with fewer than 2 models); a failure is a warning."""
+        from ragscale.report.significance import for_summary
+
+        paired, t0 = self.paired, time.time()
+        try:
+            block = for_summary(summary, paired, self.cfg.significance)
+        except Exception as e:  # noqa: BLE001 - reported, never fatal
+            self.printer(f"[ragscale] warning: significance failed: {type(e).__name__}: {e}")
+            return None
+        if block is None:
+            return None
+        if paired.keyless:
+            self.printer(f"[ragscale] significance: {paired.keyless} record(s) without a task_id, query_id or "
+                         "conversation_id + turn left out (nothing to pair them by)")
+        tests = sum(e["p"] is not None for entries in block["metrics"].values() for e in entries)
+        self.printer(f"[ragscale] significance: {tests} paired comparisons ({block['design']}, "
+                     f"{len(block['metrics'])} metric(s), {block['resamples']} resamples) in {time.time() - t0:.1f}s")
+        return block
 
     def finish_reports(self, summary: dict, run_info: dict) -> dict:
         """Write the leaderboard and the report sinks' files; returns run.json's ``outputs``
@@ -102,6 +135,8 @@ class Outputs:
 
                 paths = write_leaderboard(summary, self.out_dir)
                 out["leaderboard"] = [self._rel(paths[k]) for k in ("markdown", "csv")]
+                if "significance" in paths:
+                    out["significance"] = [self._rel(paths["significance"])]
             except Exception as e:  # noqa: BLE001
                 self.printer(f"[ragscale] warning: leaderboard failed: {type(e).__name__}: {e}")
         as_written = json.loads(json.dumps(run_info, default=str))  # run.json's content, as the report shows it

@@ -23,7 +23,7 @@ import csv
 import json
 import os
 from collections import defaultdict
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -211,8 +211,10 @@ class SummarySink:
                 self.writer.close()
                 self.writer = None
 
-    def finish(self, consistency: dict | None = None) -> dict:
-        """Write summary.json and summary.csv (records.parquet closed); return the summary."""
+    def finish(self, consistency: dict | None = None,
+               significance: Callable[[dict], dict | None] | None = None) -> dict:
+        """Write summary.json and summary.csv (records.parquet closed); return the summary.
+        ``significance(summary)`` gives its ``significance`` block (ragscale.report.significance)."""
         self.close()
         metrics, overall_turn = self.metrics, self.overall_turn
 
@@ -234,6 +236,9 @@ class SummarySink:
             summary["turns"] = "by_turn: '1' = first turn, '>1' = later turns (MT-RAG's split)"
         if consistency is not None:
             summary["consistency"] = consistency
+        block = significance(summary) if significance is not None else None
+        if block is not None:
+            summary["significance"] = block
         with open(os.path.join(out_dir, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2)
         with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as fh:

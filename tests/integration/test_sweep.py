@@ -1,5 +1,6 @@
 """A model sweep end to end (real Ray, packaged encoder): ``input=`` a directory of prediction
-files, then a list of them; one run, a per-model leaderboard, shared texts encoded once."""
+files, then a list of them; one run, a per-model leaderboard with the significance of the
+differences between models, shared texts encoded once."""
 
 import csv
 import json
@@ -105,6 +106,21 @@ def test_directory_sweep_leaderboard_and_shared_encoding(tmp_path):
     assert "ranked by mean **RB_agg**" in md and "| Turn 1 | Turn >1 |" in md and "UNANSWERABLE" in md
     first = next(r for r in overall if r["rank"] == "1")
     assert f"| 1 | {first['model_id']} | 10 | 0 |" in md
+
+    # Significance between the 4 models, paired by task: every pair (4 <= all_pairs_max_models), on the
+    # headline; echo-1b repeats acme-7b's answers, so that pair differs nowhere.
+    block = summary["significance"]
+    assert block["design"] == "all-pairs" and block["correction"] == "holm" and block["resamples"] == 10000
+    assert list(block["metrics"]) == ["RB_agg"] and len(block["metrics"]["RB_agg"]) == 6
+    same = next(e for e in block["metrics"]["RB_agg"] if {e["a"], e["b"]} == {"acme-7b", "echo-1b"})
+    assert same["n"] == 10 and same["p"] == 1.0 and not same["significant"] and same["note"] == "all differences zero"
+    assert "[ragscale] significance: 6 paired comparisons (all-pairs, 1 metric(s), 10000 resamples)" in res.stdout
+    assert "## Significance" in md and "acme-7b vs echo-1b: not distinguishable on these 10 tasks" in md
+    assert run["outputs"]["significance"] == ["significance.csv"]
+    sig_rows = list(csv.DictReader(open(out / "significance.csv", newline="")))
+    assert len(sig_rows) == 6 and {r["metric"] for r in sig_rows} == {"RB_agg"}
+    html = open(out / "report.html", encoding="utf-8").read()
+    assert 'id="significance"' in html and "acme-7b vs echo-1b — not distinguishable on these 10 tasks" in html
 
     # The same sweep as a list of files: same inputs, so the run resumes (nothing to redo) and
     # the leaderboard is written again from records.jsonl.

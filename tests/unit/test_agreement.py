@@ -1,5 +1,9 @@
 """Judge-vs-human agreement: statistics against scipy and by hand, the human layouts, the join,
-the CLI and its bad-input errors."""
+the CLI and its bad-input errors.
+
+The intervals were a percentile bootstrap before scipy became a core dependency; they are BCa
+now (``scipy.stats.bootstrap``), so their figures changed (docs/statistics.md). The percentile
+fallback, where BCa is undefined, draws the same resamples as before and gives the same figures."""
 
 import csv
 import json
@@ -10,12 +14,13 @@ import sys
 import numpy as np
 import pytest
 
+from scipy import stats
+
 from conftest import ROOT
 from ragscale.agree import main
 from ragscale.errors import UserError
 from ragscale.report import agreement as ag
-
-stats = pytest.importorskip("scipy.stats", reason="scipy (the reference extra) checks the statistics")
+from ragscale.report.stats import rng_arg
 
 DATA = [
     ([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]),
@@ -50,13 +55,6 @@ def test_perfect_agreement_and_disagreement():
     assert ag.kendall_tau_b(x, [4, 3, 3, 2, 1]) == pytest.approx(-1.0)
 
 
-def test_inversions_by_brute_force():
-    rng = np.random.default_rng(5)
-    for n in (0, 1, 2, 5, 16, 33):
-        r = rng.integers(0, 4, n)
-        assert ag._inversions(r) == sum(int(r[i] > r[j]) for i in range(n) for j in range(i + 1, n))
-
-
 def test_undefined_statistics_are_none():
     assert ag.spearman([1, 1, 1], [1, 2, 3]) is None and ag.kendall_tau_b([1, 2, 3], [5, 5, 5]) is None
     assert ag.spearman([1], [2]) is None and ag.kendall_tau_b([], []) is None
@@ -69,6 +67,10 @@ def test_undefined_statistics_are_none():
     out = ag.statistics_for([1], [1], n_boot=10)  # one record: nothing is defined
     assert all(e["value"] is None and "need at least 2" in e["reason"] for e in out.values())
     assert ag.statistics_for([1, 1], [1, 1], n_boot=10)["kappa"]["reason"] == "both sides are constant"
+    nan = float("nan")  # a NaN makes every statistic undefined (scipy would return nan)
+    assert ag.spearman([1, 2, nan], [1, 2, 3]) is None and ag.kendall_tau_b([1, 2, 3], [nan, 2, 3]) is None
+    assert ag.cohen_kappa([1, 2, nan], [1, 2, 2]) is None
+    assert ag.statistics_for([1, 2, 3, nan], [1, 3, 2, 4], n_boot=10)["spearman"]["reason"] == "NaN values"
 
 
 def test_cohen_kappa_by_hand():
@@ -126,12 +128,41 @@ def test_bootstrap_ci_is_deterministic_and_brackets_the_estimate():
     assert ag.statistics_for(x, y, n_boot=0)["spearman"]["ci"] is None
 
 
+@pytest.mark.parametrize("kind", ["continuous", "likert"])
+def test_bootstrap_ci_is_scipys_bca(kind):
+    """The interval is scipy.stats.bootstrap's BCa interval (paired, same seed) of each statistic."""
+    rng = np.random.default_rng(3)
+    if kind == "continuous":
+        x = rng.normal(size=40)
+        y = x + rng.normal(size=40)
+    else:  # ties on both sides, kappa applies
+        x = rng.integers(1, 5, 40).astype(float)
+        y = np.clip(x + rng.integers(-1, 2, 40), 1, 4)
+    out = ag.statistics_for(x, y, n_boot=400, seed=11)
+    want = {"spearman": lambda a, b: stats.spearmanr(a, b).statistic,
+            "kendall": lambda a, b: stats.kendalltau(a, b, variant="b").statistic}
+    assert ("kappa" in out) == (kind == "likert")
+    for name, fn in want.items():
+        ref = stats.bootstrap((x, y), fn, paired=True, vectorized=False, n_resamples=400, method="BCa",
+                              **rng_arg(11))
+        ci = ref.confidence_interval
+        assert out[name]["ci"] == pytest.approx([ci.low, ci.high], abs=1e-9)
+        assert out[name]["ci_method"] == "BCa" and out[name]["boot_undefined"] == 0
+
+
 def test_bootstrap_skips_and_counts_degenerate_replicates():
-    # 3 records, one of them the only 1: many resamples have a constant side
-    out = ag.statistics_for([0, 0, 1], [0.1, 0.2, 0.9], n_boot=200, seed=1)
+    # 3 records, one of them the only 1: many resamples have a constant side, so BCa is undefined
+    # and the interval is the percentile interval of the defined replicates
+    h, m = [0, 0, 1], [0.1, 0.2, 0.9]
+    out = ag.statistics_for(h, m, n_boot=200, seed=1)
     e = out["spearman"]
-    assert e["value"] == pytest.approx(stats.spearmanr([0, 0, 1], [0.1, 0.2, 0.9]).statistic)
-    assert 0 < e["boot_undefined"] < 200 and e["ci"] is not None
+    assert e["value"] == pytest.approx(stats.spearmanr(h, m).statistic)
+    assert 0 < e["boot_undefined"] < 200 and e["ci"] is not None and e["ci_method"] == "percentile"
+    idx = np.random.default_rng(1).integers(0, 3, (200, 3))  # scipy's resamples
+    reps = [ag.spearman(np.take(h, i), np.take(m, i)) for i in idx]
+    defined = [r for r in reps if r is not None]
+    assert e["boot_undefined"] == len(reps) - len(defined)
+    assert e["ci"] == pytest.approx([np.quantile(defined, 0.025), np.quantile(defined, 0.975)])
 
 
 MTRAG_HUMAN = {

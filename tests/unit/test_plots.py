@@ -149,7 +149,7 @@ def test_labels_deduplicated():
 # ---------------------------------------------------------------- statistics
 
 def test_t_interval_matches_scipy():
-    stats = pytest.importorskip("scipy.stats")
+    from scipy import stats
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -158,7 +158,11 @@ def test_t_interval_matches_scipy():
         want = stats.t.interval(0.95, n - 1, loc=np.mean(x), scale=stats.sem(x))
         assert plots.t_interval(x) == pytest.approx(want, rel=1e-9, abs=1e-12)
     for p, df in [(0.975, 1), (0.975, 10), (0.995, 3), (0.9, 2.5), (0.025, 40), (0.975, 2e5)]:
-        assert plots.t_ppf(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-8)
+        assert plots.t_ppf(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-12)
+    for p in (0.5, 0.975, 1e-6):
+        assert plots.norm_ppf(p) == pytest.approx(stats.norm.ppf(p), rel=1e-12)
+    with pytest.raises(ValueError, match="0 < p < 1"):
+        plots.t_ppf(1.0, 3)
 
 
 def test_intervals_by_hand():
@@ -170,6 +174,12 @@ def test_intervals_by_hand():
     # Wilson 95% for 8/10 (e.g. Newcombe 1998): 0.4902 .. 0.9433
     assert plots.wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
     assert plots.wilson_interval(0, 0) is None
+    # the score interval's closed form (Wilson 1927), also at the edges where it is clipped to [0, 1]
+    z = 1.959963984540054
+    for k, n in ((0, 10), (10, 10), (37, 120), (1, 1)):
+        p = k / n
+        centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        assert plots.wilson_interval(k, n) == pytest.approx((max(0.0, centre - half), min(1.0, centre + half)), abs=1e-12)
 
 
 # ---------------------------------------------------------------- CLI errors: one line, exit 2

@@ -1,0 +1,243 @@
+"""Significance of the differences between models: summary.json's ``significance`` block,
+significance.csv and the leaderboard's "Significance" section (docs/statistics.md).
+
+For every pair of models (each model against the leader when there are more than
+``all_pairs_max_models``), per compared metric (the leaderboard's: the headline, an H-Mean's
+components, AnsAcc), over the tasks both models answered: the mean difference with its BCa
+bootstrap interval and a sign-flip permutation p-value (:mod:`ragscale.report.significance_stats`),
+the p-values of a metric adjusted together (Holm by default). Records are paired by task
+(:func:`task_key`); a model's records of one task (repeated runs) are averaged first; errored
+records, nulls and records without a task key are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from itertools import combinations
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ragscale.errors import UserError
+from ragscale.report.significance_stats import CORRECTIONS, adjust, paired_tests
+
+METHOD = "paired bootstrap (BCa) + paired permutation test"
+FEW_TASKS = 10  # below this many paired tasks a comparison carries a note
+CSV_HEADER = ["metric", "a", "b", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p", "p_adjusted",
+              "correction", "significant", "better", "note"]
+
+
+def check_settings(s: Any, prefix: str = "significance.") -> None:
+    """A one-line UserError for a bad setting (``s``: the config's significance block or
+    :class:`ragscale.config.SignificanceConf`; ``prefix`` names the settings in the message)."""
+    def bad(key: str, want: str) -> UserError:
+        return UserError(f"{prefix}{key} must be {want}, got {getattr(s, key)!r}")
+
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not isinstance(s.enabled, bool):
+        raise bad("enabled", "true or false")
+    if not is_int(s.resamples) or s.resamples < 100:
+        raise bad("resamples", "an integer >= 100")
+    for key in ("confidence", "alpha"):
+        v = getattr(s, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+            raise bad(key, "a number between 0 and 1 (exclusive)")
+    if s.correction not in CORRECTIONS:
+        raise bad("correction", "one of " + ", ".join(CORRECTIONS))
+    if not is_int(s.all_pairs_max_models) or s.all_pairs_max_models < 2:
+        raise bad("all_pairs_max_models", "an integer >= 2")
+    if not is_int(s.seed) or s.seed < 0:
+        raise bad("seed", "an integer >= 0")
+
+
+def task_key(rec: dict) -> str | None:
+    """What identifies a record's task across models: ``task_id``, else ``query_id`` (open-rag-eval),
+    else ``conversation_id`` + ``turn``; None when the record has none of them."""
+    for name in ("task_id", "query_id"):
+        if rec.get(name) is not None:
+            return f"{name}={rec[name]}"
+    if rec.get("conversation_id") is not None and rec.get("turn") is not None:
+        return f"conversation_id={rec['conversation_id']}#turn={rec['turn']}"
+    return None
+
+
+def compared_metrics(run_metrics: Sequence[str]) -> list[str]:
+    """The leaderboard's breakdown metrics of a run with these metrics (headline first), and AnsAcc
+    (left out later when no record has it)."""
+    from ragscale.report.leaderboard import ANS_ACC, breakdown_metrics, headline
+
+    summary = {"metrics": list(run_metrics), "models": {}}
+    return breakdown_metrics(summary, headline(summary)) + [ANS_ACC]
+
+
+class PairedValues:
+    """Per (model, metric) the value of each task, fed one record at a time (the report pass); memory:
+    one task index and one number per (record, metric)."""
+
+    def __init__(self, metrics: Iterable[str]):
+        self.metrics = list(metrics)
+        self.tasks: dict[str, int] = {}
+        self.cols: dict[tuple[str, str], tuple[array, array]] = {}
+        self.keyless = 0
+
+    def add(self, rec: dict, model: str | None = None) -> None:
+        """One record (``model``: its name here, default its model_id)."""
+        from ragscale.metrics.registry import record_scalar
+        from ragscale.report.leaderboard import ANS_ACC
+        from ragscale.report.summary import answerability_correct
+        from ragscale.record import answerability_of
+
+        if not isinstance(rec, dict) or rec.get("error") is not None:
+            return
+        key = task_key(rec)
+        if key is None:
+            self.keyless += 1
+            return
+        task = self.tasks.setdefault(key, len(self.tasks))
+        model = str(rec.get("model_id")) if model is None else model
+        metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+        for name in self.metrics:
+            try:
+                if name == ANS_ACC:
+                    ok = answerability_correct(answerability_of(rec) or "UNKNOWN", metrics)
+                    v = None if ok is None else float(ok)
+                else:
+                    v = record_scalar(name, metrics.get(name))
+            except (TypeError, ValueError):
+                continue
+            if v is not None and math.isfinite(v):
+                idx, vals = self.cols.setdefault((model, name), (array("q"), array("d")))
+                idx.append(task)
+                vals.append(v)
+
+    def rename(self, names: dict[str, str]) -> None:
+        """Rename models (``{old: new}``)."""
+        self.cols = {(names.get(model, model), metric): col for (model, metric), col in self.cols.items()}
+
+    def row(self, model: str, metric: str) -> np.ndarray:
+        """The model's value of each task (its records' mean), NaN where it has none."""
+        out = np.full(len(self.tasks), np.nan)
+        if (model, metric) in self.cols:
+            idx, vals = (np.frombuffer(c, dtype=t) for c, t in zip(self.cols[(model, metric)], (np.int64, float)))
+            counts = np.bincount(idx, minlength=len(self.tasks))
+            sums = np.bincount(idx, weights=vals, minlength=len(self.tasks))
+            has = counts > 0
+            out[has] = sums[has] / counts[has]
+        return out
+
+
+def compare(order: Sequence[str], values: PairedValues, settings: Any) -> dict | None:
+    """The significance block for the models in ``order`` (best first: the leaderboard's ranking), or
+    None with fewer than 2 models or nothing to compare."""
+    from ragscale.report.leaderboard import higher_is_better
+
+    if len(order) < 2:
+        return None
+    metrics = [m for m in values.metrics if any((model, m) in values.cols for model in order)]
+    if not metrics:
+        return None
+    all_pairs = len(order) <= settings.all_pairs_max_models
+    pairs = list(combinations(order, 2)) if all_pairs else [(order[0], m) for m in order[1:]]
+    block: dict[str, Any] = {"method": METHOD, "confidence": settings.confidence, "alpha": settings.alpha,
+                             "correction": settings.correction, "design": "all-pairs" if all_pairs else "vs-leader",
+                             "resamples": settings.resamples, "metrics": {}}
+    queued: list[tuple[dict, np.ndarray]] = []
+    for metric in metrics:
+        rows = {model: values.row(model, metric) for model in order}
+        entries = []
+        for a, b in pairs:
+            both = ~np.isnan(rows[a]) & ~np.isnan(rows[b])
+            entry = _entry(a, b, rows[a][both], rows[b][both])
+            if entry["n"] >= 2:
+                queued.append((entry, rows[a][both] - rows[b][both]))
+            entries.append(entry)
+        block["metrics"][metric] = entries
+    results = paired_tests([d for _, d in queued], resamples=settings.resamples, confidence=settings.confidence,
+                           seed=settings.seed)
+    for (entry, _), (lo, hi, p) in zip(queued, results):
+        entry["ci"], entry["p"] = [lo, hi], p
+    for metric, entries in block["metrics"].items():
+        tested = [e for e in entries if e["p"] is not None]
+        for e, q in zip(tested, adjust([e["p"] for e in tested], settings.correction)):
+            e["p_adjusted"] = q
+            e["significant"] = bool(q <= settings.alpha)
+            up = higher_is_better(metric)
+            if e["significant"] and up is not None and e["diff"] != 0:
+                e["better"] = e["a"] if (e["diff"] > 0) == up else e["b"]
+    return block
+
+
+def _entry(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> dict:
+    """One comparison before its test: the models, n, the means over the paired tasks and a note."""
+    n = len(va)
+    mean_a, mean_b = (float(v.mean()) if n else None for v in (va, vb))
+    entry = {"a": a, "b": b, "n": n, "mean_a": mean_a, "mean_b": mean_b,
+             "diff": None if n == 0 else float((va - vb).mean()), "ci": None, "p": None, "p_adjusted": None,
+             "significant": False, "better": None}
+    notes = []
+    if n == 0:
+        notes.append("no paired tasks")
+    elif n < 2:
+        notes.append("only 1 paired task: not tested")
+    elif n < FEW_TASKS:
+        notes.append(f"fewer than {FEW_TASKS} paired tasks")
+    if n and np.array_equal(va, vb):
+        notes.append("all differences zero")
+    if notes:
+        entry["note"] = "; ".join(notes)
+    return entry
+
+
+def for_summary(summary: dict, values: PairedValues, settings: Any) -> dict | None:
+    """The block for a run's summary: models in the leaderboard's order."""
+    from ragscale.report.leaderboard import headline, ranked
+
+    order = [model for _, model, _ in ranked(summary, headline(summary))]
+    return compare(order, values, settings)
+
+
+# ------------------------------------------------------------------ text and CSV
+
+
+def markdown_lines(summary: dict) -> list[str]:
+    """The leaderboard's "Significance" section (empty without a readable block); the wording is the
+    HTML report's (:mod:`ragscale.report.html_significance`)."""
+    from ragscale.report.html_significance import significance
+
+    ctx = significance(summary)
+    if ctx is None:
+        return []
+    out = ["## Significance", ""]
+    for m in ctx["metrics"]:
+        out += [f"### {m['label']}" + (f" ({m['metric']})" if m["label"] != m["metric"] else ""), ""]
+        for r in m["rows"]:
+            if r["significant"]:
+                line = f"- **{r['first']} {r['relation']} {r['second']}**, {r['difference']}"
+            else:
+                tasks = "" if r["n"] is None else f"{r['n']} "
+                line = f"- {r['first']} vs {r['second']}: not distinguishable on these {tasks}tasks ({r['difference']}"
+            line += (f", {r['p']}" if r["p"] else "") + ("" if r["significant"] else ")")
+            out.append(line + (f" — {r['note']}" if r["note"] else ""))
+        out.append("")
+    out.append(" ".join(s for s in (ctx["method"], ctx["settings"]) if s) + ". The interval is not adjusted "
+               "for multiple comparisons; `significant` uses the adjusted p. significance.csv has every number.")
+    return out
+
+
+def csv_rows(block: dict) -> list[list]:
+    """significance.csv's rows (header: CSV_HEADER), one per metric and pair."""
+    rows = []
+    for metric, entries in block["metrics"].items():
+        for e in entries:
+            ci = e.get("ci") or [None, None]
+            rows.append([metric, e["a"], e["b"], e["n"], *(_num(e.get(k)) for k in ("mean_a", "mean_b", "diff")),
+                         _num(ci[0]), _num(ci[1]), _num(e.get("p")), _num(e.get("p_adjusted")), block["correction"],
+                         e["significant"], e.get("better") or "", e.get("note") or ""])
+    return rows
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None else f"{v:.6g}"
