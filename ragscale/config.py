@@ -147,6 +147,19 @@ class AgreementConf:
 
 
 @dataclass
+class TrackingConf:
+    """Experiment tracking at the end of a run (docs/tracking.md): ``name`` none or mlflow
+    (the ``tracking`` extra); ``uri``: any MLflow tracking URI (null: $MLFLOW_TRACKING_URI,
+    else the local store ./mlflow.db with artifacts in ./mlruns/); ``experiment`` (null: the
+    scenario's name) and ``run_name`` (null: the output directory's name)."""
+
+    name: str = "none"
+    uri: Optional[str] = None
+    experiment: Optional[str] = None
+    run_name: Optional[str] = None
+
+
+@dataclass
 class RagscaleConf:
     scenario_name: Optional[str] = None
     sample: Optional[str] = None
@@ -167,6 +180,7 @@ class RagscaleConf:
     custom: CustomConf = field(default_factory=CustomConf)
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)
     agreement: AgreementConf = field(default_factory=AgreementConf)
+    tracking: TrackingConf = field(default_factory=TrackingConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run
@@ -185,6 +199,7 @@ def register() -> None:
     cs.store(group="encoder", name="encoder_schema", node=EncoderConf)
     cs.store(group="cluster", name="cluster_schema", node=ClusterConf)
     cs.store(group="judge", name="judge_schema", node=JudgeConf)
+    cs.store(group="tracking", name="tracking_schema", node=TrackingConf)
 
 
 # -- secrets never belong in a config ------------------------------------------------------
