@@ -215,8 +215,10 @@ _SECRET_SHAPES = re.compile(
     r")",
     re.IGNORECASE,
 )
-# Config keys whose (non-empty) value is a secret by name.
-SECRET_KEY_NAME = re.compile(r"(api_?keys?|secrets?|passwords?|passwd|(^|_)token|authorization|credentials?)$", re.I)
+# Config keys whose (non-empty) value is a secret by name (``api_key``, ``aws_secret_access_key``,
+# ``private_key``, ``hf_token``, ``password``...; not ``api_key_env``, a variable's name).
+SECRET_KEY_NAME = re.compile(r"(api_?keys?|(access|secret|private)_?keys?|secrets?|passwords?|passwd|(^|_)token"
+                             r"|authorization|credentials?)$", re.I)
 
 
 def looks_like_secret(value: Any) -> bool:

@@ -26,7 +26,8 @@ CONFIG = {
                           "extra_headers": {"Authorization": f"Bearer {SECRETS[2]}", "X-Team": "eval"},
                           "organization": SECRETS[3]}},
     "cluster": {"judge": {"size": 2}, "address": None},
-    "db": {"password": SECRETS[1]},
+    "db": {"password": SECRETS[1], "aws_secret_access_key": SECRETS[1] + "-aws", "private_key": SECRETS[1] + "-pk",
+           "hf_token": SECRETS[1] + "-hf", "max_tokens": 512},
     "metrics": {"custom": ["exact_match", "fact_score"], "retrieval": []},
     "judge_panel": [{"name": "a", "model": "m1"}, {"name": "b", "model": "m2"}],
     "resume": True,
@@ -71,6 +72,8 @@ def test_params_are_the_flattened_config_with_no_secret():
     assert params["metrics.custom"] == '["exact_match", "fact_score"]' and params["judge_panel.1.model"] == "m2"
     assert params["judge.options.api_key_env"] == "OPENAI_API_KEY"  # a variable's name, not a secret
     assert params["judge.options.api_key"] == params["db.password"] == "***"  # named like a secret
+    assert params["db.aws_secret_access_key"] == params["db.private_key"] == params["db.hf_token"] == "***"
+    assert params["db.max_tokens"] == "512"
     assert params["judge.options.extra_headers.Authorization"] == "***"
     assert params["judge.options.organization"] == "***"  # a token's shape under an innocent name
     assert params["judge.options.extra_headers.X-Team"] == "eval"
