@@ -164,6 +164,19 @@ class SignificanceConf:
 
 
 @dataclass
+class TrackingConf:
+    """Experiment tracking at the end of a run (docs/tracking.md): ``name`` none or mlflow
+    (the ``tracking`` extra); ``uri``: any MLflow tracking URI (null: $MLFLOW_TRACKING_URI,
+    else the local store ./mlflow.db with artifacts in ./mlruns/); ``experiment`` (null: the
+    scenario's name) and ``run_name`` (null: the output directory's name)."""
+
+    name: str = "none"
+    uri: Optional[str] = None
+    experiment: Optional[str] = None
+    run_name: Optional[str] = None
+
+
+@dataclass
 class RagscaleConf:
     scenario_name: Optional[str] = None
     sample: Optional[str] = None
@@ -185,6 +198,7 @@ class RagscaleConf:
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)
     agreement: AgreementConf = field(default_factory=AgreementConf)
     significance: SignificanceConf = field(default_factory=SignificanceConf)
+    tracking: TrackingConf = field(default_factory=TrackingConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
     overwrite: bool = False  # start afresh even if output_dir holds a previous run
@@ -203,6 +217,7 @@ def register() -> None:
     cs.store(group="encoder", name="encoder_schema", node=EncoderConf)
     cs.store(group="cluster", name="cluster_schema", node=ClusterConf)
     cs.store(group="judge", name="judge_schema", node=JudgeConf)
+    cs.store(group="tracking", name="tracking_schema", node=TrackingConf)
 
 
 # -- secrets never belong in a config ------------------------------------------------------
@@ -218,8 +233,10 @@ _SECRET_SHAPES = re.compile(
     r")",
     re.IGNORECASE,
 )
-# Config keys whose (non-empty) value is a secret by name.
-SECRET_KEY_NAME = re.compile(r"(api_?keys?|secrets?|passwords?|passwd|(^|_)token|authorization|credentials?)$", re.I)
+# Config keys whose (non-empty) value is a secret by name (``api_key``, ``aws_secret_access_key``,
+# ``private_key``, ``hf_token``, ``password``...; not ``api_key_env``, a variable's name).
+SECRET_KEY_NAME = re.compile(r"(api_?keys?|(access|secret|private)_?keys?|secrets?|passwords?|passwd|(^|_)token"
+                             r"|authorization|credentials?)$", re.I)
 
 
 def looks_like_secret(value: Any) -> bool:

@@ -132,8 +132,10 @@ def plan_run(cfg: Any) -> RunPlan:
     from omegaconf import OmegaConf
 
     from ragscale.metrics.registry import stages_for
+    from ragscale.tracking import check_tracking
 
     steps, metrics = _metrics(cfg)
+    check_tracking(cfg.tracking)
     files = _inputs(cfg)
     if cfg.agreement.human:
         from ragscale.report.agreement import parse_pairs

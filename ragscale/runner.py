@@ -4,7 +4,8 @@ scan (pointers, sweep order, ``limit``) -> resume state (finished keys of record
 -> Ray pipeline (ragscale.pipeline) -> records.jsonl as records finish -> one pass over
 records.jsonl feeding every output (summary and records.parquet, consistency groups,
 open-rag-eval CSVs, agreement, the report's statistics; ragscale.report.sinks) ->
-consistency -> summary files -> leaderboard, CSVs, agreement, report.html -> run.json, written once.
+consistency -> summary files -> leaderboard, CSVs, agreement, report.html -> run.json, written once
+-> the MLflow run (tracking=mlflow; ragscale.tracking).
 """
 
 from __future__ import annotations
@@ -125,7 +126,10 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
     info["outputs"] = outputs.finish_reports(summary, info)
     with open(os.path.join(out_dir, "run.json"), "w") as fh:
         json.dump(info, fh, indent=2, default=str)
-    _print_end(cfg, out_dir, summary, info, printer)
+    from ragscale.tracking import track
+
+    tracked = track(cfg.tracking, out_dir, json.loads(json.dumps(info, default=str)), summary, printer)
+    _print_end(cfg, out_dir, summary, info, printer, tracked)
     return 1 if failure or missing else 0
 
 
@@ -158,9 +162,11 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
     return summary, outputs, failure
 
 
-def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Printer) -> None:
+def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Printer,
+               tracked: str | None = None) -> None:
     """The per-model table and the closing lines: each model's headline score, what was
-    written, and (last) what to open."""
+    written, where the run was tracked (``tracked``: ragscale.tracking.track's line), and
+    (last) what to open."""
     from ragscale.report.leaderboard import headline, model_lines
     from ragscale.report.summary import format_table
 
@@ -179,6 +185,8 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
     printer(f"[ragscale] records:     {os.path.join(out_dir, 'records.jsonl')} (and records.parquet)")
     if outputs.get("leaderboard"):
         printer(f"[ragscale] leaderboard: {os.path.join(out_dir, outputs['leaderboard'][0])}")
+    if tracked:
+        printer(f"[ragscale] {tracked}")
     if info["failure"] or rec["missing"]:
         printer(f"[ragscale] run failed: {info['failure'] or str(rec['missing']) + ' records missing'}; "
                 "re-run the same command to resume")
