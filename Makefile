@@ -6,11 +6,13 @@
 # `make check-wheel`: builds the wheel, installs it (+ the models extra) in a fresh venv and runs
 # ragscale from outside the checkout (scripts/check_wheel.sh; needs no `make setup`); `make test`
 # runs it before the test suite.
+# `make mutate`: mutation testing of the pure core (mutmut, scripts/mutate.sh, docs/mutation.md);
+# not part of `make test` (it runs the unit tests once per mutant).
 PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-test setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test check-wheel bench clean
+.PHONY: setup setup-test setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test check-wheel bench mutate clean
 
 setup:
 	@bash scripts/setup.sh run
@@ -48,5 +50,8 @@ check-wheel:
 bench: setup-test
 	$(PY) benchmarks/algorithmic.py
 
+mutate: setup-test
+	@bash scripts/mutate.sh
+
 clean:
-	rm -rf outputs multirun .pytest_cache
+	rm -rf outputs multirun .pytest_cache mutants
