@@ -6,7 +6,7 @@
 # `make check-wheel`: builds the wheel, installs it (+ the models extra) in a fresh venv and runs
 # ragscale from outside the checkout (scripts/check_wheel.sh; needs no `make setup`); `make test`
 # runs it before the test suite.
-# `make mutate`: mutation testing of the pure core (mutmut, scripts/mutate.sh, docs/mutation.md);
+# `make mutate`: mutation testing of the pure core (mutmut, scripts/mutate.sh, docs/testing.md);
 # not part of `make test` (it runs the unit tests once per mutant).
 PY := .venv/bin/python
 ARGS ?=

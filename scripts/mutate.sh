@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make mutate`: mutation testing of the pure core (pyproject's [tool.mutmut]: the modules, and
 # tests/unit as the suite that must kill the mutants), then the score and every surviving mutant
-# in mutants/report.md (scripts/mutation_report.py; docs/mutation.md). Incremental: a re-run
+# in mutants/report.md (scripts/mutation_report.py; docs/testing.md). Incremental: a re-run
 # tests only mutants of functions that changed. MUTATE_MIN: the lowest acceptable score (90).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-"""The mutation score of the core after ``mutmut run`` (``make mutate``, docs/mutation.md).
+"""The mutation score of the core after ``mutmut run`` (``make mutate``, docs/testing.md).
 
 Reads mutmut's results, sets aside the mutants listed as equivalent in
 tests/mutation_equivalents.json (each with its reason), and writes mutants/report.md and

@@ -38,7 +38,7 @@ def rouge_n_f1(a_tokens: Sequence[str], b_tokens: Sequence[str], n: int) -> floa
     """ROUGE-N F1 of two token lists (rouge-score's ``_score_ngrams``; symmetric)."""
     a, b = _ngrams(a_tokens, n), _ngrams(b_tokens, n)
     overlap = sum((a & b).values())
-    if not a or not b or not overlap:
+    if not overlap:  # also when either side has no n-gram
         return 0.0
     p, r = overlap / sum(b.values()), overlap / sum(a.values())
     return 2 * p * r / (p + r)

@@ -37,31 +37,31 @@ GENERATION_METRICS = {
 }
 
 
-def _mean(values: Sequence[int]) -> float | None:
+def _mean(values: Sequence[int] | None) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def topical_precision(t: Sequence[int]) -> float | None:
+def topical_precision(t: Sequence[int] | None) -> float | None:
     """(1/K) Σ t_k over the top-K chunks (seed: Topical Precision@K)."""
     return _mean(t)
 
 
-def sufficiency_hit(s: Sequence[int]) -> float | None:
+def sufficiency_hit(s: Sequence[int] | None) -> float | None:
     """[Σ s_k ≥ 1] (seed: Sufficiency Hit@K)."""
     return float(any(s)) if s else None
 
 
-def sufficiency_rate(s: Sequence[int]) -> float | None:
+def sufficiency_rate(s: Sequence[int] | None) -> float | None:
     """(1/K) Σ s_k (seed: Sufficiency Rate@K)."""
     return _mean(s)
 
 
-def misleading_rate(m: Sequence[int]) -> float | None:
+def misleading_rate(m: Sequence[int] | None) -> float | None:
     """(1/K) Σ m_k (seed: Misleading Context Rate@K)."""
     return _mean(m)
 
 
-def reciprocal_rank(t: Sequence[int]) -> float | None:
+def reciprocal_rank(t: Sequence[int] | None) -> float | None:
     """1 / (rank of the first topically relevant chunk), 0 when none (seed: RR@K)."""
     if not t:
         return None
@@ -101,16 +101,16 @@ def retrieval_scores(chunks: Sequence[dict]) -> dict[str, float | None]:
 
     t, s, m = column("topically_relevant"), column("evidence_sufficient"), column("misleading")
     return {
-        "TopicalPrecision@K": topical_precision(t) if t is not None else None,
-        "SufficiencyHit@K": sufficiency_hit(s) if s is not None else None,
-        "SufficiencyRate@K": sufficiency_rate(s) if s is not None else None,
-        "MisleadingContextRate@K": misleading_rate(m) if m is not None else None,
-        "MRR@K": reciprocal_rank(t) if t is not None else None,
+        "TopicalPrecision@K": topical_precision(t),  # each is None for a missing (None) column
+        "SufficiencyHit@K": sufficiency_hit(s),
+        "SufficiencyRate@K": sufficiency_rate(s),
+        "MisleadingContextRate@K": misleading_rate(m),
+        "MRR@K": reciprocal_rank(t),
         "NDCG@K": ndcg(t, s) if t is not None and s is not None else None,
     }
 
 
-def conditional_fabrication(source_cited: int, fabricated_source: int | None) -> float | None:
+def conditional_fabrication(source_cited: int | None, fabricated_source: int | None) -> float | None:
     """Per example: f_i when z_i = 1, else undefined (``None``), so that the mean over examples
     with a value is Σ z_i f_i / Σ z_i (seed: Conditional Fabrication Rate), and undefined — not
     0 — when nothing is cited."""
@@ -127,7 +127,7 @@ def grounding_scores(labels: dict) -> dict[str, float | None]:
     out = _label_scores(GROUNDING_METRICS, labels)
     z = labels.get("source_cited")
     f = labels.get("fabricated_source")
-    out["ConditionalFabricationRate"] = None if z is None else conditional_fabrication(z, f)
+    out["ConditionalFabricationRate"] = conditional_fabrication(z, f)  # None when z is missing or 0
     return out
 
 

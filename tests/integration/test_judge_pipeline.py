@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, assert_parse_floors, run_on_records
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
@@ -78,6 +78,7 @@ def test_cli_runs_all_five_mtrag_steps_and_hmean(tmp_path):
                 assert m["RB_agg_idk"] == [0.0]
             else:
                 assert m["RB_agg_idk"] == m["RB_agg"]
+    assert_parse_floors(out, ["idk", "radbench", "ragas_faithfulness"])
     run = json.load(open(out / "run.json"))
     assert run["models"]["judge"]["engine"] == "llama.cpp"
     assert run["models"]["judge"]["prompt_versions"] == {
@@ -116,8 +117,61 @@ def test_judge_panel_median(tmp_path):
         m = r["metrics"]
         each = [m[f"RB_llm@{t}"][0] for t in ("smollm2-a", "smollm2-b") if m.get(f"RB_llm@{t}")]
         assert m["RB_llm"] == ([statistics.median(each)] if each else None)
+    assert_parse_floors(out, ["radbench"])
     run = json.load(open(out / "run.json"))
     assert [p["name"] for p in run["models"]["judge_panel"]] == ["smollm2-a", "smollm2-b"]
     assert run["judge_work"]["by_judge"]["radbench"]["prompts"] == 6  # 3 records x 2 panel judges
     summary = json.load(open(out / "summary.json"))
     assert {"RB_llm", "RB_llm@smollm2-a", "RB_llm@smollm2-b"} <= set(summary["metrics"])
+
+
+def _conditioned(ans, idk, under, value, underspecified_rule):
+    """MT-RAG's get_idk_score / MTRAG-UN's get_idk_underspec_score, written out independently."""
+    if underspecified_rule and ans == "UNDERSPECIFIED":
+        return None if under is None else (1.0 if under == 1 else 0.0)
+    if idk is None:
+        return None
+    if ans in ("UNANSWERABLE", "CONVERSATIONAL"):
+        return 1.0 if idk == 1 else 0.0
+    return 0.0 if idk == 1 else value
+
+
+def _hmean(values):
+    if any(v is None for v in values):
+        return None
+    return 0.0 if 0 in values else len(values) / sum(1 / v for v in values)
+
+
+def test_mtragun_end_to_end_every_derived_value_by_hand(tmp_path):
+    """+scenario=mtragun on one record of each answerability class, one of them UNDERSPECIFIED with a
+    clarifying answer: every *_idk, *_idk_underspecified and HMean value equals the reference rules
+    applied to the record's own judged components."""
+    sample = [json.loads(line) for line in open(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))]
+    pick = {(r["task_id"], r["model_id"]): r for r in sample}
+    under = json.loads(json.dumps(pick[("conv-library::3", "acme-7b")]))
+    under["task_id"] = "conv-library::3u"
+    under["input"][-1]["enrichments"]["answerability"] = under["answerability"] = ["UNDERSPECIFIED"]
+    under["predictions"] = [{"text": "Do you mean the adult library card or the student card?"}]
+    recs = [pick[("conv-api::1", "acme-7b")], pick[("conv-api::2", "borealis-13b")],
+            pick[("conv-compost::3", "acme-7b")], under]
+    got = run_on_records(tmp_path, "mtragun", recs)
+    out = tmp_path / "out"
+    assert sorted(r["task_id"] for r in got) == sorted(r["task_id"] for r in recs)
+    classes = set()
+    for r in got:
+        assert r["error"] is None
+        m, ans = r["metrics"], r["answerability"][0]
+        classes.add(ans)
+        one = {k: (m[k][0] if m.get(k) else None) for k in m}
+        idk, und = one["idk_eval"], one["underspecified_eval"]
+        for base in ("RB_agg", "RB_llm", "RL_F"):
+            assert one[f"{base}_idk"] == _conditioned(ans, idk, und, one[base], False), (r["task_id"], base)
+            assert one[f"{base}_idk_underspecified"] == _conditioned(ans, idk, und, one[base], True), (r["task_id"], base)
+        for name, parts in (("HMean", ("RL_F", "RB_llm", "RB_agg")), ("HMean_idk", ("RL_F_idk", "RB_llm_idk", "RB_agg_idk"))):
+            want = _hmean([one[p] for p in parts])
+            assert one[name] == (None if want is None else pytest.approx(want)), (r["task_id"], name)
+    assert classes == {"ANSWERABLE", "UNANSWERABLE", "CONVERSATIONAL", "UNDERSPECIFIED"}
+    assert_parse_floors(out, ["idk", "underspecified", "radbench"])
+    summary = json.load(open(out / "summary.json"))
+    assert {"RB_agg_idk_underspecified", "RB_llm_idk_underspecified", "RL_F_idk_underspecified"} <= set(summary["metrics"])
+    assert "UNDERSPECIFIED" in summary["models"]["acme-7b"]["by_answerability"]

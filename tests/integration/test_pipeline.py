@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from readback import check_records_parquet, check_report_summary, check_summary_csv
 
 pytestmark = pytest.mark.integration
 PY = sys.executable
@@ -57,6 +58,10 @@ def test_bundled_sample_end_to_end_and_resume(tmp_path):
     assert summary["models"]["acme-7b"]["count"] == 10
     assert "UNANSWERABLE" in summary["models"]["acme-7b"]["by_answerability"]
     assert "acme-7b" in res.stdout and "RB_agg" in res.stdout  # the printed table
+    # the derived outputs, read back: the same records and numbers as records.jsonl and summary.json
+    assert check_summary_csv(out) == sum(1 + len(b["by_answerability"]) for b in summary["models"].values())
+    assert len(check_records_parquet(out)) == 30
+    assert {"RB_agg", "Recall", "BertscoreP"} <= set(check_report_summary(out))
 
     again = cli(f"output_dir={out}", ALGO)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -128,6 +133,10 @@ def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
     assert by_line[7]["error"] is None and by_line[7]["Validity"] is None
     run = json.load(open(os.path.join(out, "run.json")))
     assert run["records"]["errored"] == 4 and run["records"]["out"] == 7
+    rows = {r["record_key"]: r for r in check_records_parquet(out)}  # errors and warnings in their columns
+    assert sorted(r["error_stage"] for r in rows.values() if r["error_stage"]) == ["input"] * 4
+    assert "truncated to 512 tokens" in rows[by_line[6]["ragscale"]["record_key"]]["warnings"][0]
+    check_summary_csv(out)
 
 
 @pytest.mark.parametrize(

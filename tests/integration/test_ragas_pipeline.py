@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import run_on_records
+from conftest import assert_parse_floors, run_on_records
 
 pytestmark = pytest.mark.integration
 
@@ -87,5 +87,6 @@ def test_ragas_scenario(tmp_path):
     assert r2["metrics"]["context_precision"] is None and r2["metrics"]["context_recall"] is None
     assert {e["judge"] for e in r2["ragscale"]["judge_errors"] if e.get("undefined")} >= {
         "ragas_context_precision", "ragas_context_recall"}
+    assert_parse_floors(out, ["ragas_answer_relevancy", "ragas_context_precision", "ragas_context_recall"])
     work = json.load(open(out / "run.json"))["judge_work"]["by_judge"]
     assert work["ragas_answer_relevancy"]["prompts"] == 6 and work["ragas_context_precision"]["prompts"] == 2

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from readback import check_report_summary, check_summary_csv
 
 pytestmark = pytest.mark.integration
 SAMPLE = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
@@ -120,6 +121,8 @@ def test_directory_sweep_leaderboard_and_shared_encoding(tmp_path):
     sig_rows = list(csv.DictReader(open(out / "significance.csv", newline="")))
     assert len(sig_rows) == 6 and {r["metric"] for r in sig_rows} == {"RB_agg"}
     html = open(out / "report.html", encoding="utf-8").read()
+    assert "RB_agg" in check_report_summary(out)  # 4 models and ALL models: summary.json's numbers
+    check_summary_csv(out)
     assert 'id="significance"' in html and "acme-7b vs echo-1b — not distinguishable on these 10 tasks" in html
 
     # The same sweep as a list of files: same inputs, so the run resumes (nothing to redo) and

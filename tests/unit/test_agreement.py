@@ -16,7 +16,7 @@ import pytest
 
 from scipy import stats
 
-from conftest import ROOT
+from conftest import ROOT, reference_source
 from ragscale.agree import main
 from ragscale.errors import UserError
 from ragscale.report import agreement as ag
@@ -201,12 +201,8 @@ def test_mtrag_layout_reader(tmp_path):
 
 
 def test_real_mtrag_human_file(tmp_path):
-    mirror = "/work/.mirror/IBM+mt-rag-benchmark/repo"
     path = "mtrag-human/evaluations/reference_subset_with_human_evaluations.json"
-    try:
-        blob = subprocess.run(["git", "-C", mirror, "show", f"HEAD:{path}"], capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip(f"needs IBM/mt-rag-benchmark's {path} in {mirror}")
+    blob = reference_source("mt-rag-benchmark", path, binary=True)
     p = tmp_path / "h.json"
     p.write_bytes(blob)
     h = ag.read_human(str(p))

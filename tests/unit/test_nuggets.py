@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import subprocess
 import sys
 import textwrap
 import types
@@ -22,7 +21,7 @@ from ragscale.judges.templates import load_template
 from ragscale.metrics.nuggets import autonugget_scores, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import parse_generated_answer
 
-from conftest import ORAG_MIRROR  # noqa: E402
+from conftest import ORAG_COMMIT, reference_source  # noqa: E402
 METRIC_KEYS = {"nuggets_all", "nuggets_vital", "nuggets_weighted", "nuggets_strict_all", "nuggets_strict_vital",
                "nuggets_strict_weighted", "nuggets_assignment_mean", "nuggets_count"}
 
@@ -361,11 +360,7 @@ def test_a_failed_batch_leaves_the_record_null(kind):
 
 
 def _reference_source() -> str:
-    try:
-        return subprocess.run(["git", "-C", ORAG_MIRROR, "show", "HEAD:open_rag_eval/metrics/autonugget_metric.py"],
-                              check=True, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip(f"needs the vectara/open-rag-eval mirror at {ORAG_MIRROR}")
+    return reference_source("open-rag-eval", "open_rag_eval/metrics/autonugget_metric.py", ORAG_COMMIT)
 
 
 def test_templates_hold_open_rag_eval_instruction_lines():

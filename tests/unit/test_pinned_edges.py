@@ -1,4 +1,4 @@
-"""Edge cases pinned because a deliberate bug in them survived the suite (docs/mutation.md):
+"""Edge cases pinned because a deliberate bug in them survived the suite (docs/testing.md):
 resume keys across a sweep with ``limit``, resume=false / overwrite=true / the fingerprint,
 the derived MT-RAG values, RB_agg's boundaries and competition ranking of ties."""
 

@@ -5,7 +5,6 @@ scores are also checked against its own metric classes run with the same scripte
 import json
 import random
 import re
-import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -14,7 +13,7 @@ from ragscale.judges import citation, no_answer, umbrela
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
 from ragscale.metrics.trec import parse_generated_answer
 
-from conftest import ORAG_COMMIT, ORAG_MIRROR, orag_namespace
+from conftest import ORAG_COMMIT, orag_namespace, reference_source
 
 QUERY = "What is the capital of France?"
 PASSAGES = ["Paris is the capital of France.", "France is in Europe.", "Bananas are yellow."]
@@ -284,11 +283,7 @@ def orag_rag_result(query, passages, answer):
 
 
 def test_system_message_is_open_rag_eval_openai_parse():
-    try:
-        src = subprocess.run(["git", "-C", ORAG_MIRROR, "show", f"{ORAG_COMMIT}:open_rag_eval/models/llm_judges.py"],
-                             capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("needs the open-rag-eval repository")
+    src = reference_source("open-rag-eval", "open_rag_eval/models/llm_judges.py", ORAG_COMMIT)
     assert f'"content": "{umbrela.ORAG_SYSTEM}"' in src
 
 
