@@ -52,18 +52,26 @@ class Run:
 
     @property
     def leaderboard(self) -> Any:
-        """The models ranked by the headline metric (pandas DataFrame: rank, model_id, count,
-        errors, then every metric's mean), from the summary's exact figures."""
+        """The models as the leaderboard ranks them (pandas DataFrame: rank, model_id, count,
+        errors, then every metric's mean), from the summary's exact figures; a calibrated run
+        (calibration.human) ranks by the calibrated mean and adds ``calibrated_<metric>`` with
+        its ``_ci_low``/``_ci_high``."""
         import pandas as pd
 
-        from ragscale.report.leaderboard import headline, ranked, table_metrics
+        from ragscale.report.leaderboard import ranking, standings, table_metrics
 
         summary = self.summary
         metrics = table_metrics(summary)
-        rows = [{"rank": rank, "model_id": model, "count": d["count"], "errors": d["errors"],
-                 **{m: d["metrics"].get(m) for m in metrics}}
-                for rank, model, d in ranked(summary, headline(summary))]
-        return pd.DataFrame(rows, columns=["rank", "model_id", "count", "errors", *metrics])
+        basis, calibrated = ranking(summary)
+        extra = [f"calibrated_{basis}", f"calibrated_{basis}_ci_low", f"calibrated_{basis}_ci_high"] if calibrated else []
+        rows = []
+        for rank, model, d in standings(summary):
+            row = {"rank": rank, "model_id": model, "count": d["count"], "errors": d["errors"]}
+            if calibrated:
+                cal = summary["calibration"]["metrics"][basis]["models"].get(model, {}).get("calibrated") or {}
+                row.update(zip(extra, [cal.get("mean"), *(cal.get("ci") or [None, None])]))
+            rows.append({**row, **{m: d["metrics"].get(m) for m in metrics}})
+        return pd.DataFrame(rows, columns=["rank", "model_id", "count", "errors", *extra, *metrics])
 
     def to_pandas(self) -> Any:
         """One row per record: the record's identity, answer and error (``error_stage``,

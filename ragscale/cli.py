@@ -1,5 +1,5 @@
 """The ``ragscale`` command: ``run`` (Hydra overrides, ``-m`` for sweeps), ``plot``,
-``report``, ``agree``, ``compare``. A thin layer over ragscale.runner / ragscale.report: every
+``report``, ``agree``, ``compare``, ``calibrate``. A thin layer over ragscale.runner / ragscale.report: every
 subcommand is also ``python -m ragscale.<name>``.
 
 Secrets never reach a file: every ``key=value`` argument, in every mode (``-m`` included,
@@ -22,6 +22,7 @@ commands:
   report  (re)write a run's report.html: ragscale report RUN_DIR
   agree   judge-vs-human agreement: ragscale agree RUN_DIR --human FILE --pair human=metric
   compare paired significance tests between two runs over the same tasks: ragscale compare RUN_A RUN_B
+  calibrate human-calibrated (PPI++) means: ragscale calibrate RUN_DIR --human FILE --pair human=metric
 
 `ragscale COMMAND --help` for a command's options."""
 
@@ -139,10 +140,11 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
 
 
 def _subcommands() -> dict[str, Callable[[Sequence[str]], int]]:
-    from ragscale import agree, compare, plot
+    from ragscale import agree, calibrate, compare, plot
     from ragscale.report import __main__ as report
 
-    return {"run": run_main, "plot": plot.main, "report": report.main, "agree": agree.main, "compare": compare.main}
+    return {"run": run_main, "plot": plot.main, "report": report.main, "agree": agree.main, "compare": compare.main,
+            "calibrate": calibrate.main}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

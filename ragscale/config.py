@@ -147,6 +147,21 @@ class AgreementConf:
 
 
 @dataclass
+class CalibrationConf:
+    """Human-calibrated estimates (PPI++, docs/calibration.md): ``human`` the labels file (the
+    layouts agreement reads), ``pairs`` ``HUMAN=METRIC`` (default: same-named metrics), ``map``
+    how a human metric's labels map onto the metric's scale (``HUMAN=A..B:C..D`` linear or
+    ``HUMAN=v1:m1,v2:m2`` a table; never guessed), ``min_labels`` per model, ``confidence`` of
+    the intervals. Written to summary.json ``calibration`` and output_dir/calibration/."""
+
+    human: Optional[str] = None
+    pairs: List[str] = field(default_factory=list)
+    map: List[str] = field(default_factory=list)
+    min_labels: int = 20
+    confidence: float = 0.95
+
+
+@dataclass
 class SignificanceConf:
     """Paired tests between the models of a run (summary.json ``significance``, leaderboard.md,
     significance.csv; docs/statistics.md): ``resamples`` bootstrap resamples and random sign flips,
@@ -198,6 +213,7 @@ class RagscaleConf:
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)
     agreement: AgreementConf = field(default_factory=AgreementConf)
     significance: SignificanceConf = field(default_factory=SignificanceConf)
+    calibration: CalibrationConf = field(default_factory=CalibrationConf)
     tracking: TrackingConf = field(default_factory=TrackingConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl

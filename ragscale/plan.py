@@ -127,6 +127,19 @@ def _expectations(cfg: Any, metrics: list[str]) -> Any:
     return None
 
 
+def _calibration(c: Any, metrics: list[str]) -> None:
+    """Check calibration.* before any work: the labels file, ppi-python, the settings, the pairs
+    and the scale maps (the human values' ranges are checked at the end, against the judged ones)."""
+    from ragscale.report.agreement import read_human
+    from ragscale.report.calibration import check_settings, ppi, resolve
+
+    if not os.path.isfile(c.human):
+        raise UserError(f"calibration.human: no such file: {c.human}")
+    ppi()
+    check_settings(c)
+    resolve(read_human(c.human), list(c.pairs), list(c.map), metrics)
+
+
 def plan_run(cfg: Any) -> RunPlan:
     """Check the config, inputs and model paths and decide the run; every problem is a one-line UserError."""
     from omegaconf import OmegaConf
@@ -146,6 +159,8 @@ def plan_run(cfg: Any) -> RunPlan:
     from ragscale.report.significance import check_settings
 
     check_settings(cfg.significance)
+    if cfg.calibration.human:
+        _calibration(cfg.calibration, metrics)
     expectations = _expectations(cfg, metrics)
     stages = stages_for(metrics) | {"lexical"}
     cluster = OmegaConf.to_container(cfg.cluster, resolve=True)

@@ -167,7 +167,7 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
     """The per-model table and the closing lines: each model's headline score, what was
     written, where the run was tracked (``tracked``: ragscale.tracking.track's line), and
     (last) what to open."""
-    from ragscale.report.leaderboard import headline, model_lines
+    from ragscale.report.leaderboard import model_lines, ranking
     from ragscale.report.summary import format_table
 
     if cfg.print_summary and summary["models"]:
@@ -178,7 +178,8 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
             f"in {info['timings_s']['total']:.1f}s")
     lines = model_lines(summary) if summary["models"] else []
     if lines:
-        printer(f"[ragscale] {len(lines)} model(s), ranked by {headline(summary)}:")
+        basis, calibrated = ranking(summary)
+        printer(f"[ragscale] {len(lines)} model(s), ranked by {'calibrated ' if calibrated else ''}{basis}:")
         for line in lines:
             printer(f"[ragscale]  {line}")
     outputs = info["outputs"]

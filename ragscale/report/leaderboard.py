@@ -63,18 +63,51 @@ def higher_is_better(metric: str | None) -> bool | None:
 
 
 def ranked(summary: dict, head: str | None) -> list[tuple[int | None, str, dict]]:
-    """(rank, model, block) best first; ``rank`` None for a model without a headline value."""
+    """(rank, model, block) best first by the mean of ``head``; ``rank`` None for a model without
+    a value."""
+    return _rank(summary, head, lambda model, d: None if head is None else d["metrics"].get(head))
+
+
+def calibrated_mean(summary: dict, metric: str, model: str) -> float | None:
+    """The model's calibrated (prediction-powered) mean of ``metric`` from summary.json's
+    ``calibration`` block (ragscale.report.calibration), None where there is none."""
+    cal = summary.get("calibration") if isinstance(summary, dict) else None
+    try:
+        v = cal["metrics"][metric]["models"][model]["calibrated"]["mean"]
+    except (KeyError, TypeError):
+        return None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def ranking(summary: dict) -> tuple[str | None, bool]:
+    """What the leaderboard ranks by: (metric, calibrated). The calibrated mean of the calibration
+    block's ``ranked_by`` metric when the run was calibrated, else the headline's mean."""
+    cal = summary.get("calibration") if isinstance(summary, dict) else None
+    metric = cal.get("ranked_by") if isinstance(cal, dict) else None
+    if isinstance(metric, str) and metric:
+        return metric, True
+    return headline(summary), False
+
+
+def standings(summary: dict) -> list[tuple[int | None, str, dict]]:
+    """(rank, model, block) best first as the leaderboard ranks them (see :func:`ranking`)."""
+    metric, calibrated = ranking(summary)
+    if not calibrated:
+        return ranked(summary, metric)
+    return _rank(summary, metric, lambda model, d: calibrated_mean(summary, metric, model))
+
+
+def _rank(summary: dict, metric: str | None, value) -> list[tuple[int | None, str, dict]]:
+    """Models sorted by ``value(model, block)`` in the metric's direction; ties share a rank
+    (competition ranking), models without a value last and unranked."""
     models = list((summary.get("models") or {}).items())
-    sign = 1.0 if higher_is_better(head) is False else -1.0
-
-    def value(d: dict) -> float | None:
-        return None if head is None else d["metrics"].get(head)
-
-    models.sort(key=lambda md: (value(md[1]) is None, sign * (value(md[1]) or 0.0), md[0]))
+    sign = 1.0 if higher_is_better(metric) is False else -1.0
+    vals = {model: value(model, d) for model, d in models}
+    models.sort(key=lambda md: (vals[md[0]] is None, sign * (vals[md[0]] or 0.0), md[0]))
     out: list[tuple[int | None, str, dict]] = []
     prev, rank = None, 0
     for i, (model, d) in enumerate(models):
-        v = value(d)
+        v = vals[model]
         if v is None:
             out.append((None, model, d))
             continue
@@ -140,10 +173,20 @@ def _md_table(head: list[str], rows: Iterable[list[str]], right_from: int) -> li
     return lines
 
 
+def _calibrated_cells(summary: dict, metric: str, model: str) -> list[str]:
+    """The leaderboard's calibration columns of a model: calibrated [CI], judge [CI], labels."""
+    from ragscale.report.calibration import _fmt as with_ci
+
+    r = summary["calibration"]["metrics"][metric]["models"].get(model) or {}
+    cal = with_ci(metric, r.get("calibrated")) if r.get("calibrated") else (r.get("message") or "–")
+    return [cal, with_ci(metric, r.get("naive")), str(r.get("n_labeled", 0))]
+
+
 def format_markdown(summary: dict) -> str:
     head = headline(summary)
     metrics = table_metrics(summary)
-    order = ranked(summary, head)
+    order = standings(summary)
+    basis, calibrated = ranking(summary)
     cols = cells(summary)
     acc = any(d.get("answerability_n") for d in summary["models"].values())
     n_records = sum(d["count"] for d in summary["models"].values())
@@ -151,19 +194,29 @@ def format_markdown(summary: dict) -> str:
     out = ["# Leaderboard", ""]
     if head is None:
         out += ["No per-record metric to rank by.", ""]
+    elif calibrated:
+        cal = summary["calibration"]
+        conf = f"{100 * cal['confidence']:g}%"
+        out += [f"{len(order)} model(s), {n_records} records, ranked by the **calibrated** mean of **{basis}** "
+                f"({'lower' if higher_is_better(basis) is False else 'higher'} is better): human labels "
+                f"({cal['metrics'][basis]['human']}) correct the judge's bias by prediction-powered inference "
+                f"(PPI++), {conf} intervals; calibration/calibration.md has every calibrated metric. Other "
+                "means are the judges' (uncalibrated), leaving out records without a value.", ""]
     else:
         out += [f"{len(order)} model(s), {n_records} records, ranked by mean **{head}** ({direction}). "
                 "Means leave out records without a value; per-target metrics use the first target, "
                 "per-passage metrics the best passage (summary.json).", ""]
     out += ["## Overall", ""]
     shown = ([head] if head else []) + [m for m in metrics if m != head]
+    cal_head = [f"{basis} calibrated", f"{basis} judge", "labels"] if calibrated else []
     rows = []
     for rank, model, d in order:
-        vals = [_fmt(m, d["metrics"].get(m)) for m in shown]
+        vals = _calibrated_cells(summary, basis, model) if calibrated else []
+        vals += [_fmt(m, d["metrics"].get(m)) for m in shown]
         if acc:
             vals.append(_fmt(ANS_ACC, d.get("answerability_accuracy")))
         rows.append(["–" if rank is None else str(rank), model, str(d["count"]), str(d["errors"]), *vals])
-    out += _md_table(["#", "model", "n", "errors", *shown, *([ANS_ACC] if acc else [])], rows, 2)
+    out += _md_table(["#", "model", "n", "errors", *cal_head, *shown, *([ANS_ACC] if acc else [])], rows, 2)
     if len(cols) > 1:
         dims = [label for label, present in (("answerability", any(b == "answerability" for b, _, _ in cols)),
                                              ("turn (Turn 1: first turn; Turn >1: later turns)",
@@ -185,17 +238,43 @@ def format_markdown(summary: dict) -> str:
     from ragscale.report.significance import markdown_lines
 
     sig = markdown_lines(summary)
+    if calibrated:
+        more = markdown_lines(calibrated_comparisons(summary), title="Significance, calibrated",
+                              numbers="calibration/calibration.json")
+        sig += ([""] if sig and more else []) + more
     return "\n".join(out + ([""] + sig if sig else [])) + "\n"
+
+
+def calibrated_comparisons(summary: dict) -> dict:
+    """A summary whose ``significance`` block holds the calibration's comparisons (PPI++ paired
+    differences), so the significance wording renders them."""
+    cal = summary.get("calibration") if isinstance(summary, dict) else None
+    if not isinstance(cal, dict) or not isinstance(cal.get("comparisons"), dict):
+        return {}
+    from ragscale.report.calibration import DIFF_METHOD
+
+    block = {k: cal.get(k) for k in ("confidence", "alpha", "correction", "design")}
+    block.update(method=DIFF_METHOD, metrics=cal["comparisons"])
+    return {"significance": block}
 
 
 def csv_rows(summary: dict) -> tuple[list[str], list[list]]:
     """leaderboard.csv's header and rows: every (model, cell) with every metric's mean and n."""
-    head = headline(summary)
     metrics = table_metrics(summary)
     header = ["rank", "model_id", "breakdown", "cell", "count", "errors", *metrics, "answerability_accuracy",
               *[f"n_{m}" for m in metrics], "answerability_n"]
     rows: list[list] = []
-    for rank, model, d in ranked(summary, head):
+    basis, calibrated = ranking(summary)
+    if calibrated:
+        header += [f"calibrated_{basis}", f"calibrated_{basis}_ci_low", f"calibrated_{basis}_ci_high",
+                   f"calibrated_{basis}_labels"]
+    for rank, model, d in standings(summary):
+        extra: list = []
+        if calibrated:
+            r = summary["calibration"]["metrics"][basis]["models"].get(model) or {}
+            c = r.get("calibrated") or {}
+            lo, hi = c.get("ci") or ["", ""]
+            extra = [c.get("mean", ""), lo, hi, r.get("n_labeled", 0)]
         for b, key, _ in cells(summary):
             c = _cell(d, b, key)
             if c is None:
@@ -204,7 +283,7 @@ def csv_rows(summary: dict) -> tuple[list[str], list[list]]:
             a = c.get("answerability_accuracy")
             rows.append(["" if rank is None else rank, model, b, key, c["count"], c["errors"], *means,
                          "" if a is None else f"{a:.6g}", *[c["n"].get(m, 0) for m in metrics],
-                         c.get("answerability_n", 0)])
+                         c.get("answerability_n", 0), *(extra if b == "all" else [""] * len(extra))])
     return header, rows
 
 
@@ -231,12 +310,18 @@ def write_leaderboard(summary: dict, out_dir: str) -> dict[str, str]:
 def model_lines(summary: dict) -> list[str]:
     """One line per model, best first: rank, model, its headline score and n (the end of a run)."""
     head = headline(summary)
-    rows = ranked(summary, head)
+    rows = standings(summary)
+    basis, calibrated = ranking(summary)
     if head is None or not rows:
         return []
     width = max(len(m) for _, m, _ in rows)
     out = []
     for rank, model, d in rows:
+        line = f"{rank if rank is not None else '-':>3}. {model:<{width}}  "
+        if calibrated:
+            cal, judge, labels = _calibrated_cells(summary, basis, model)
+            out.append(line + f"{label(basis)} calibrated {cal}  (judge {judge}, {labels} labels)")
+            continue
         v, n = _mean_n(d, head)
-        out.append(f"{rank if rank is not None else '-':>3}. {model:<{width}}  {label(head)} {_fmt(head, v)}  (n={n})")
+        out.append(line + f"{label(head)} {_fmt(head, v)}  (n={n})")
     return out

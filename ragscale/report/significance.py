@@ -193,16 +193,16 @@ def _entry(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> dict:
 
 def for_summary(summary: dict, values: PairedValues, settings: Any) -> dict | None:
     """The block for a run's summary: models in the leaderboard's order."""
-    from ragscale.report.leaderboard import headline, ranked
+    from ragscale.report.leaderboard import standings
 
-    order = [model for _, model, _ in ranked(summary, headline(summary))]
+    order = [model for _, model, _ in standings(summary)]
     return compare(order, values, settings)
 
 
 # ------------------------------------------------------------------ text and CSV
 
 
-def markdown_lines(summary: dict) -> list[str]:
+def markdown_lines(summary: dict, title: str = "Significance", numbers: str = "significance.csv") -> list[str]:
     """The leaderboard's "Significance" section (empty without a readable block); the wording is the
     HTML report's (:mod:`ragscale.report.html_significance`)."""
     from ragscale.report.html_significance import significance
@@ -210,7 +210,7 @@ def markdown_lines(summary: dict) -> list[str]:
     ctx = significance(summary)
     if ctx is None:
         return []
-    out = ["## Significance", ""]
+    out = [f"## {title}", ""]
     for m in ctx["metrics"]:
         out += [f"### {m['label']}" + (f" ({m['metric']})" if m["label"] != m["metric"] else ""), ""]
         for r in m["rows"]:
@@ -223,7 +223,7 @@ def markdown_lines(summary: dict) -> list[str]:
             out.append(line + (f" — {r['note']}" if r["note"] else ""))
         out.append("")
     out.append(" ".join(s for s in (ctx["method"], ctx["settings"]) if s) + ". The interval is not adjusted "
-               "for multiple comparisons; `significant` uses the adjusted p. significance.csv has every number.")
+               "for multiple comparisons; `significant` uses the adjusted p. " + f"{numbers} has every number.")
     return out
 
 

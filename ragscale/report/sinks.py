@@ -1,7 +1,8 @@
 """Everything written from the records after the pipeline, in ONE pass over records.jsonl:
 the summary and records.parquet, the groups of repeated runs for consistency, the per-task
-values the significance tests between models pair, the open-rag-eval results CSVs (TREC
-steps), judge-vs-human agreement and the HTML report's statistics; then, from the summary, the
+values the significance tests between models pair, the judged and human values calibration
+pairs, the open-rag-eval results CSVs (TREC steps), judge-vs-human agreement and the HTML
+report's statistics; then, from the summary, the
 leaderboard. The runner drives it:
 
     outputs = Outputs(cfg, plan, out_dir, printer); outputs.read()        # the one pass
@@ -41,6 +42,16 @@ class Outputs:
             from ragscale.report.significance import PairedValues, compared_metrics
 
             self.paired = PairedValues(compared_metrics(self.metrics))
+        self.calibration = None  # human-calibrated estimates (ragscale.report.calibration)
+        if cfg.calibration.human:
+            from ragscale.report.calibration import CalibrationSink
+
+            c = cfg.calibration
+            try:
+                self.calibration = CalibrationSink(c.human, list(c.pairs), list(c.map), self.metrics, c)
+            except Exception as e:  # noqa: BLE001 - reported, never fatal
+                self._warn_calibration(e)
+        self.calibration_block: dict | None = None
         self.sinks: dict[str, tuple[str, Any]] = {}  # run.json outputs key -> (what a warning calls it, sink)
         self._open("open_rag_eval_csv", "open-rag-eval CSV export", lambda: self._orag(plan))
         self._open("agreement", "judge-vs-human agreement", self._agreement)
@@ -86,6 +97,12 @@ class Outputs:
                 self.summary.add(rec)
                 if self.groups is not None:
                     self.groups.add(rec)
+                if self.calibration is not None:
+                    try:
+                        self.calibration.add(rec)
+                    except Exception as e:  # noqa: BLE001 - reported, never fatal
+                        self._warn_calibration(e)
+                        self.calibration = None
                 if self.paired is not None:
                     try:
                         self.paired.add(rec)
@@ -103,7 +120,28 @@ class Outputs:
 
     def finish_summary(self, consistency: dict | None = None) -> dict:
         """Write summary.json and summary.csv (with the significance block); returns the summary."""
-        return self.summary.finish(consistency, self._significance if self.paired is not None else None)
+        return self.summary.finish(consistency, self._significance if self.paired is not None else None,
+                                   self._calibrate if self.calibration is not None else None)
+
+    def _warn_calibration(self, e: Exception) -> None:
+        from ragscale.errors import UserError
+
+        why = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
+        self.printer(f"[ragscale] warning: calibration failed: {why}")
+
+    def _calibrate(self, summary: dict) -> dict | None:
+        """summary.json's calibration block; a failure (e.g. labels on an unstated scale) is a
+        warning: the run's own results stand."""
+        try:
+            block = self.calibration.finish(summary, self.cfg.significance)
+        except Exception as e:  # noqa: BLE001 - reported, never fatal
+            self._warn_calibration(e)
+            return None
+        self.calibration_block = block
+        self.printer(f"[ragscale] calibration: {block['matched']} record(s) with human labels, "
+                     f"{len(block['metrics'])} metric(s) calibrated"
+                     + (f"; the leaderboard ranks by calibrated {block['ranked_by']}" if block["ranked_by"] else ""))
+        return block
 
     def _significance(self, summary: dict) -> dict | None:
         """summary.json's significance block (None with fewer than 2 models); a failure is a warning."""
@@ -139,6 +177,14 @@ class Outputs:
                     out["significance"] = [self._rel(paths["significance"])]
             except Exception as e:  # noqa: BLE001
                 self.printer(f"[ragscale] warning: leaderboard failed: {type(e).__name__}: {e}")
+        if self.calibration_block is not None:
+            try:
+                from ragscale.report.calibration import write_outputs
+
+                paths = write_outputs(self.calibration_block, os.path.join(self.out_dir, "calibration"))
+                out["calibration"] = [self._rel(p) for p in sorted(paths.values())]
+            except Exception as e:  # noqa: BLE001
+                self.printer(f"[ragscale] warning: calibration files failed: {type(e).__name__}: {e}")
         as_written = json.loads(json.dumps(run_info, default=str))  # run.json's content, as the report shows it
         for key, (label, sink) in self.sinks.items():
             try:

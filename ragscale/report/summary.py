@@ -212,9 +212,11 @@ class SummarySink:
                 self.writer = None
 
     def finish(self, consistency: dict | None = None,
-               significance: Callable[[dict], dict | None] | None = None) -> dict:
+               significance: Callable[[dict], dict | None] | None = None,
+               calibration: Callable[[dict], dict | None] | None = None) -> dict:
         """Write summary.json and summary.csv (records.parquet closed); return the summary.
-        ``significance(summary)`` gives its ``significance`` block (ragscale.report.significance)."""
+        ``calibration(summary)`` gives its ``calibration`` block (ragscale.report.calibration),
+        then ``significance(summary)`` its ``significance`` block (ragscale.report.significance)."""
         self.close()
         metrics, overall_turn = self.metrics, self.overall_turn
 
@@ -236,6 +238,9 @@ class SummarySink:
             summary["turns"] = "by_turn: '1' = first turn, '>1' = later turns (MT-RAG's split)"
         if consistency is not None:
             summary["consistency"] = consistency
+        cal = calibration(summary) if calibration is not None else None
+        if cal is not None:
+            summary["calibration"] = cal
         block = significance(summary) if significance is not None else None
         if block is not None:
             summary["significance"] = block

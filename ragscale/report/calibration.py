@@ -1,0 +1,515 @@
+"""Human-calibrated estimates of each model's mean: prediction-powered inference (PPI++).
+
+A cheap judge scores every record; humans label a subset. For each paired metric (human label
+-> judged metric, paired as :mod:`ragscale.report.agreement` pairs them) and model this computes
+
+- the **naive** judge mean over every judged record, with its CLT interval (biased when the
+  judge is: the interval is around the wrong number);
+- the **human-only** mean over the labelled records, with its CLT interval (unbiased, wide);
+- the **calibrated** estimate: PPI++ (Angelopoulos, Duchi and Zrnic, 2023) with power tuning,
+  ``lambda * mean(judge on unlabelled) + mean(human - lambda * judge on labelled)``, from
+  ``ppi-python``'s ``ppi_mean_pointestimate``/``ppi_mean_ci``: unbiased for the human mean, its
+  interval valid, and (lambda tuned, clipped to [0, 1]) asymptotically never wider than
+  human-only's.
+
+Labels on another scale than the metric are mapped as the user states (``calibration.map``),
+never guessed: a human value outside the metric's range without a map is an error. A model with
+fewer than ``min_labels`` labelled records gets a message, not a number. Differences between
+models use PPI++ on the per-task paired difference where enough tasks are labelled for both
+(docs/calibration.md).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from array import array
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Sequence
+
+import numpy as np
+
+from ragscale.errors import UserError
+
+METHOD = "PPI++ (power-tuned prediction-powered inference, ppi-python)"
+DIFF_METHOD = "PPI++ on the per-task paired difference"
+CSV_HEADER = ["metric", "human", "model", "n_labeled", "n_records", "naive_mean", "naive_ci_low", "naive_ci_high",
+              "human_mean", "human_ci_low", "human_ci_high", "calibrated_mean", "calibrated_ci_low",
+              "calibrated_ci_high", "lambda", "message"]
+
+
+def ppi() -> Any:
+    """The ``ppi_py`` module (ppi-python), or a UserError saying how to install it."""
+    try:
+        import ppi_py
+    except ImportError:
+        raise UserError("calibration needs ppi-python: pip install 'ragscale[calibrate]' "
+                        "(make test installs it)") from None
+    return ppi_py
+
+
+# ---------------------------------------------------------------- settings and scale maps
+
+
+def check_settings(c: Any, prefix: str = "calibration.") -> None:
+    """A one-line UserError for a bad setting (``c``: the config's calibration block)."""
+    def bad(key: str, want: str) -> UserError:
+        return UserError(f"{prefix}{key} must be {want}, got {getattr(c, key)!r}")
+
+    if isinstance(c.min_labels, bool) or not isinstance(c.min_labels, int) or c.min_labels < 2:
+        raise bad("min_labels", "an integer >= 2")
+    v = c.confidence
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+        raise bad("confidence", "a number between 0 and 1 (exclusive)")
+    parse_maps(list(c.map))
+
+
+@dataclass(frozen=True)
+class ScaleMap:
+    """How one human metric's labels map onto the judged metric's scale: linear from
+    ``[a, b]`` to ``[c, d]`` (``1..4:0..1``) or a table of values (``1:0,2:0.33,3:0.67,4:1``)."""
+
+    human: str
+    text: str
+    linear: tuple[float, float, float, float] | None = None
+    table: dict[float, float] = field(default_factory=dict)
+
+    def __call__(self, v: float) -> float:
+        if self.linear is not None:
+            a, b, c, d = self.linear
+            return c + (v - a) * (d - c) / (b - a)
+        if v not in self.table:
+            raise UserError(f"calibration.map {self.human}={self.text}: human value {v:g} is not mapped "
+                            f"(mapped: {', '.join(f'{k:g}' for k in sorted(self.table))})")
+        return self.table[v]
+
+
+def _float(s: str, item: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise UserError(f"calibration.map {item!r}: {s.strip()!r} is not a number") from None
+    if not math.isfinite(v):
+        raise UserError(f"calibration.map {item!r}: {s.strip()!r} is not a finite number")
+    return v
+
+
+def parse_maps(items: Sequence[str]) -> dict[str, ScaleMap]:
+    """``["faithfulness=1..4:0..1", "grade=yes:1,no:0"]`` -> {human metric: ScaleMap}."""
+    from ragscale.report.agreement_io import _num
+
+    out: dict[str, ScaleMap] = {}
+    for item in items:
+        if "=" not in item or not all(s.strip() for s in item.split("=", 1)):
+            raise UserError(f"calibration.map {item!r}: expected HUMAN=A..B:C..D (linear) or "
+                            "HUMAN=v1:m1,v2:m2,... (a table), e.g. faithfulness=1..4:0..1")
+        human, spec = (s.strip() for s in item.split("=", 1))
+        if ".." in spec:
+            parts = spec.split(":")
+            ends = [p.split("..") for p in parts]
+            if len(parts) != 2 or any(len(e) != 2 for e in ends):
+                raise UserError(f"calibration.map {item!r}: a linear map is A..B:C..D, e.g. 1..4:0..1")
+            (a, b), (c, d) = ([_float(x, item) for x in e] for e in ends)
+            if a == b:
+                raise UserError(f"calibration.map {item!r}: the human range {a:g}..{b:g} is empty")
+            out[human] = ScaleMap(human, spec, linear=(a, b, c, d))
+            continue
+        table = {}
+        for pair in spec.split(","):
+            if ":" not in pair:
+                raise UserError(f"calibration.map {item!r}: {pair.strip()!r} is not VALUE:MAPPED")
+            k, v = pair.rsplit(":", 1)
+            key = _num(k.strip())
+            if key is None:
+                raise UserError(f"calibration.map {item!r}: {k.strip()!r} is not a human value (a number, yes/no "
+                                "or true/false)")
+            table[key] = _float(v, item)
+        out[human] = ScaleMap(human, spec, table=table)
+    return out
+
+
+def resolve(human: Any, pairs: Sequence[str], maps: Sequence[str],
+            run_metrics: Sequence[str]) -> tuple[dict[str, str], dict[str, ScaleMap]]:
+    """({human metric: run metric}, {human metric: ScaleMap}) for labels ``human`` (a
+    :class:`~ragscale.report.agreement_io.HumanRatings`): the pairs as agreement chooses them,
+    and maps only for paired human metrics."""
+    from ragscale.report.agreement import _choose_pairs, parse_pairs
+
+    chosen = _choose_pairs(human.metrics(), set(run_metrics), parse_pairs(list(pairs)), human.source)
+    parsed = parse_maps(list(maps))
+    unknown = sorted(set(parsed) - set(chosen))
+    if unknown:
+        raise UserError(f"calibration.map: {', '.join(unknown)} is not a paired human metric "
+                        f"(pairs: {', '.join(f'{h}={m}' for h, m in chosen.items())})")
+    return chosen, parsed
+
+
+# ---------------------------------------------------------------- the estimators
+
+
+def _interval(mean: float, ci: Any) -> dict:
+    lo, hi = (float(np.ravel(x)[0]) for x in ci)
+    return {"mean": float(mean), "ci": [lo, hi]}
+
+
+def classical(values: np.ndarray, confidence: float) -> dict | None:
+    """Mean and CLT interval (ppi-python's ``classical_mean_ci``); None for no values."""
+    if len(values) == 0:
+        return None
+    return _interval(values.mean(), ppi().classical_mean_ci(values, alpha=1 - confidence))
+
+
+def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, confidence: float = 0.95) -> dict:
+    """Naive (judge on every record), human-only and PPI++ estimates of the human mean, each
+    ``{"mean", "ci"}``; the calibrated one also ``lambda``, the power-tuning weight of the judge
+    (0: the judge ignored, 1: plain PPI), None where it does not change the estimate. With every
+    record labelled or a constant judge the calibrated estimate is the human-only one."""
+    p = ppi()
+    y, yhat, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabeled))
+    alpha = 1 - confidence
+    out = {"naive": classical(np.concatenate([yhat, yu]), confidence), "human_only": classical(y, confidence)}
+    judge = np.concatenate([yhat, yu])
+    if len(yu) == 0 or np.ptp(judge) == 0:  # every record labelled, or a constant judge: nothing to add
+        out["calibrated"] = dict(out["human_only"], **{"lambda": 0.0})
+        return out
+    point = float(np.ravel(p.ppi_mean_pointestimate(y, yhat, yu))[0])
+    cal = _interval(point, p.ppi_mean_ci(y, yhat, yu, alpha=alpha))
+    if not all(math.isfinite(v) for v in (cal["mean"], *cal["ci"])):  # a degenerate lambda: the humans alone
+        out["calibrated"] = dict(out["human_only"], **{"lambda": 0.0})
+        return out
+    shift = yu.mean() - yhat.mean()  # the estimate is mean(y) + lambda * shift
+    cal["lambda"] = float((point - y.mean()) / shift) if abs(shift) > 1e-12 else None
+    out["calibrated"] = cal
+    return out
+
+
+def difference(d: np.ndarray, dhat: np.ndarray, dhat_unlabeled: np.ndarray, confidence: float) -> tuple:
+    """(estimate, [low, high], two-sided p for 0) of a mean difference by PPI++ (classical
+    when no task is unlabelled or the judged differences are constant)."""
+    from scipy.stats import norm
+
+    p = ppi()
+    alpha = 1 - confidence
+    if len(dhat_unlabeled) == 0 or np.ptp(np.concatenate([dhat, dhat_unlabeled])) == 0:
+        est = classical(d, confidence)
+        se = d.std() / math.sqrt(len(d))
+        pval = 1.0 if se == 0 and est["mean"] == 0 else (0.0 if se == 0 else float(2 * norm.sf(abs(est["mean"]) / se)))
+        return est["mean"], est["ci"], pval
+    point = float(np.ravel(p.ppi_mean_pointestimate(d, dhat, dhat_unlabeled))[0])
+    lo, hi = (float(np.ravel(x)[0]) for x in p.ppi_mean_ci(d, dhat, dhat_unlabeled, alpha=alpha))
+    pval = float(np.ravel(p.ppi_mean_pval(d, dhat, dhat_unlabeled, null=0.0))[0])
+    if not all(math.isfinite(v) for v in (point, lo, hi, pval)):  # a degenerate lambda: the humans alone
+        return difference(d, dhat, np.empty(0), confidence)
+    return point, [lo, hi], pval
+
+
+# ---------------------------------------------------------------- collecting a run's values
+
+
+class _Column:
+    """One (metric pair, model)'s records: task index, judged value, human value (NaN: none)."""
+
+    def __init__(self) -> None:
+        self.task, self.yhat, self.y = array("q"), array("d"), array("d")
+        self.labeled_without_judge = 0
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (np.frombuffer(self.task, dtype=np.int64), np.frombuffer(self.yhat, dtype=float),
+                np.frombuffer(self.y, dtype=float))
+
+
+class CalibrationSink:
+    """Calibration from one pass over a run's records (shared with the other report sinks): the
+    human file is read and the pairs chosen first, each record is kept as (task, judged, human)."""
+
+    def __init__(self, human_path: str, pairs: Sequence[str], maps: Sequence[str], run_metrics: Sequence[str],
+                 settings: Any):
+        from ragscale.report.agreement import read_human
+
+        ppi()  # fail before the pass, not after it
+        check_settings(settings)
+        self.settings, self.human_path = settings, human_path
+        self.human = read_human(human_path)
+        if not self.human.values:
+            raise UserError(f"calibration.human {human_path}: no human ratings found")
+        self.pairs, self.maps = resolve(self.human, pairs, maps, run_metrics)
+        self.tasks: dict[str, int] = {}
+        self.cols: dict[tuple[str, str], _Column] = {}  # (human metric, model) -> column
+        self.matched = 0
+        self.records = 0
+
+    def add(self, rec: Any) -> None:
+        from ragscale.metrics.registry import record_scalar
+        from ragscale.report.agreement import _run_keys
+        from ragscale.report.significance import task_key
+
+        if not isinstance(rec, dict):
+            return
+        self.records += 1
+        key = next((k for k in _run_keys(rec) if k in self.human.values), None)
+        labels = self.human.values[key] if key is not None else {}
+        self.matched += key is not None
+        tkey = task_key(rec) or f"record={(rec.get('ragscale') or {}).get('record_key') or self.records}"
+        task = self.tasks.setdefault(tkey, len(self.tasks))
+        model = str(rec.get("model_id"))
+        metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+        for h, m in self.pairs.items():
+            try:
+                v = None if rec.get("error") is not None else record_scalar(m, metrics.get(m))
+            except (TypeError, ValueError):
+                v = None
+            hv = labels.get(h)
+            col = self.cols.setdefault((h, model), _Column())
+            if v is None or not math.isfinite(v):
+                col.labeled_without_judge += hv is not None
+                continue
+            col.task.append(task)
+            col.yhat.append(v)
+            col.y.append(math.nan if hv is None else self.maps[h](hv) if h in self.maps else hv)
+
+    def finish(self, summary: dict | None = None, significance: Any = None) -> dict:
+        """The calibration block (summary.json's ``calibration``, see docs/calibration.md);
+        ``summary`` gives the models' order for the comparisons and the headline to rank by,
+        ``significance`` the comparison settings (design, alpha, correction)."""
+        if not self.matched:
+            raise UserError(f"calibration: no record of the run has a human label in {self.human_path} "
+                            "(match on task_id [+ model_id], record_key or query_id/query_run)")
+        conf = float(self.settings.confidence)
+        block: dict[str, Any] = {"method": METHOD, "confidence": conf, "human": os.path.abspath(self.human_path),
+                                 "layout": self.human.layout, "min_labels": self.settings.min_labels,
+                                 "records": self.records, "matched": self.matched, "metrics": {}}
+        for h, m in self.pairs.items():
+            self._check_scale(h, m)
+            models = {}
+            for (hh, model), col in sorted(self.cols.items()):
+                if hh == h:
+                    models[model] = self._model(col, conf)
+            block["metrics"][m] = {"human": h, "mapping": self._mapping(h), "models": models}
+        block["ranked_by"] = self._ranked_by(block, summary)
+        if summary is not None and significance is not None:
+            block.update(self._comparisons(block, summary, significance))
+        return block
+
+    def _mapping(self, h: str) -> str | None:
+        sm = self.maps.get(h)
+        if sm is None:
+            return None
+        return f"{sm.text} (linear)" if sm.linear is not None else f"{sm.text} (table)"
+
+    def _check_scale(self, h: str, m: str) -> None:
+        """A human value outside the metric's range (0..1 when every judged value lies there,
+        else the judged values' range) without a map is an error: scales are stated, never guessed."""
+        ys = np.concatenate([c.arrays()[2] for (hh, _), c in self.cols.items() if hh == h] or [np.empty(0)])
+        yh = np.concatenate([c.arrays()[1] for (hh, _), c in self.cols.items() if hh == h] or [np.empty(0)])
+        ys = ys[~np.isnan(ys)]
+        if not len(ys) or not len(yh):
+            return
+        lo, hi = (0.0, 1.0) if yh.min() >= 0 and yh.max() <= 1 else (float(yh.min()), float(yh.max()))
+        if ys.min() >= lo - 1e-9 and ys.max() <= hi + 1e-9:
+            return
+        if h in self.maps:
+            raise UserError(f"calibration.map {h}={self.maps[h].text}: mapped human values span "
+                            f"{ys.min():g}..{ys.max():g}, outside {m}'s range {lo:g}..{hi:g}")
+        raw = sorted({v for vals in self.human.values.values() for k, v in vals.items() if k == h})
+        raise UserError(f"calibration: human {h} takes values {raw[0]:g}..{raw[-1]:g}, outside {m}'s range "
+                        f"{lo:g}..{hi:g}; state how its labels map onto {m}, e.g. "
+                        f"calibration.map=[{h}={raw[0]:g}..{raw[-1]:g}:{lo:g}..{hi:g}]")
+
+    def _model(self, col: _Column, conf: float) -> dict:
+        _, yhat, y = col.arrays()
+        lab = ~np.isnan(y)
+        n = int(lab.sum())
+        out: dict[str, Any] = {"n_labeled": n, "n_records": len(yhat), "naive": classical(yhat, conf),
+                               "human_only": None, "calibrated": None, "message": None}
+        if col.labeled_without_judge:
+            out["labeled_without_judge"] = col.labeled_without_judge
+        need = self.settings.min_labels
+        if n < need:
+            out["message"] = (f"{n} human label{'s' if n != 1 else ''} with a judged value; at least {need} are "
+                              "needed (calibration.min_labels)")
+            return out
+        est = estimate(y[lab], yhat[lab], yhat[~lab], conf)
+        out["human_only"], out["calibrated"] = est["human_only"], est["calibrated"]
+        if n == len(yhat):
+            out["message"] = "every judged record is labelled: the calibrated estimate is the human mean"
+        return out
+
+    @staticmethod
+    def _ranked_by(block: dict, summary: dict | None) -> str | None:
+        """The headline when it is calibrated, else the first calibrated metric with a direction."""
+        from ragscale.report.leaderboard import headline, higher_is_better
+
+        usable = [m for m, b in block["metrics"].items()
+                  if higher_is_better(m) is not None and any(v["calibrated"] for v in b["models"].values())]
+        head = headline(summary) if summary is not None else None
+        return head if head in usable else (usable[0] if usable else None)
+
+    def _per_task(self, h: str, model: str) -> tuple[np.ndarray, np.ndarray]:
+        """The model's mean judged and mean human value of each task (NaN where none)."""
+        nt = len(self.tasks)
+        col = self.cols.get((h, model))
+        if col is None:
+            return np.full(nt, np.nan), np.full(nt, np.nan)
+        task, yhat, y = col.arrays()
+        out = []
+        for vals in (yhat, y):
+            ok = ~np.isnan(vals)
+            counts = np.bincount(task[ok], minlength=nt)
+            sums = np.bincount(task[ok], weights=vals[ok], minlength=nt)
+            mean = np.full(nt, np.nan)
+            mean[counts > 0] = sums[counts > 0] / counts[counts > 0]
+            out.append(mean)
+        return out[0], out[1]
+
+    def _comparisons(self, block: dict, summary: dict, s: Any) -> dict:
+        """Calibrated differences between models (the significance design and correction): PPI++
+        on the per-task difference over the tasks both models have judged, labelled where both are."""
+        from ragscale.report.leaderboard import higher_is_better, standings
+        from ragscale.report.significance_stats import adjust
+
+        order = [model for _, model, _ in standings(dict(summary, calibration=block))]
+        if len(order) < 2:
+            return {}
+        all_pairs = len(order) <= s.all_pairs_max_models
+        pairs = list(combinations(order, 2)) if all_pairs else [(order[0], m) for m in order[1:]]
+        out: dict[str, list] = {}
+        for metric, b in block["metrics"].items():
+            h = b["human"]
+            per = {model: self._per_task(h, model) for model in order}
+            entries = []
+            for a, c in pairs:
+                (ja, ha), (jc, hc) = per[a], per[c]
+                judged = ~np.isnan(ja) & ~np.isnan(jc)
+                lab = judged & ~np.isnan(ha) & ~np.isnan(hc)
+                n = int(lab.sum())
+                entry: dict[str, Any] = {"a": a, "b": c, "n": n, "mean_a": _cal_mean(b, a), "mean_b": _cal_mean(b, c),
+                                         "diff": None, "ci": None, "p": None, "p_adjusted": None, "significant": False,
+                                         "better": None, "method": DIFF_METHOD}
+                if n < self.settings.min_labels:
+                    entry["note"] = (f"{n} task(s) labelled for both; at least {self.settings.min_labels} needed: "
+                                     "the judge-based comparison stands")
+                else:
+                    entry["diff"], entry["ci"], entry["p"] = difference(
+                        (ha - hc)[lab], (ja - jc)[lab], (ja - jc)[judged & ~lab], float(self.settings.confidence))
+                entries.append(entry)
+            tested = [e for e in entries if e["p"] is not None]
+            for e, q in zip(tested, adjust([e["p"] for e in tested], s.correction)):
+                e["p_adjusted"] = q
+                e["significant"] = bool(q <= s.alpha)
+                up = higher_is_better(metric)
+                if e["significant"] and up is not None and e["diff"] != 0:
+                    e["better"] = e["a"] if (e["diff"] > 0) == up else e["b"]
+            out[metric] = entries
+        return {"comparisons": out, "alpha": s.alpha, "correction": s.correction,
+                "design": "all-pairs" if all_pairs else "vs-leader"}
+
+
+def _cal_mean(b: dict, model: str) -> float | None:
+    cal = (b["models"].get(model) or {}).get("calibrated")
+    return cal["mean"] if cal else None
+
+
+def calibrate(run_dir: str, human_path: str, pairs: Sequence[str] = (), maps: Sequence[str] = (),
+              settings: Any = None, significance: Any = None, summary: dict | None = None) -> dict:
+    """The calibration block of a finished run (``ragscale calibrate``): one pass over its
+    records.jsonl; ``summary`` (default: its summary.json) orders the models."""
+    from ragscale.config import CalibrationConf, SignificanceConf
+    from ragscale.io.output import iter_records
+
+    records = os.path.join(run_dir, "records.jsonl")
+    if not os.path.isfile(records):
+        raise UserError(f"{run_dir}: no records.jsonl (not a ragscale run directory)")
+    if summary is None:
+        summary = read_summary(run_dir)
+    settings = settings or CalibrationConf(human=human_path)
+    sink = CalibrationSink(human_path, pairs, maps, summary.get("metrics") or [], settings)
+    n = 0
+    try:
+        for rec in iter_records(records):
+            n += 1
+            sink.add(rec)
+    except ValueError as e:
+        raise UserError(f"{records}: line {n + 1} is not a JSON record: {e}") from None
+    return sink.finish(summary, significance or SignificanceConf())
+
+
+def read_summary(run_dir: str) -> dict:
+    path = os.path.join(run_dir, "summary.json")
+    try:
+        with open(path) as fh:
+            summary = json.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"{run_dir}: no summary.json (the run has not finished)") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: cannot read: {e}") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("models"), dict):
+        raise UserError(f"{path}: not a ragscale summary")
+    return summary
+
+
+# ---------------------------------------------------------------- text and files
+
+
+def _fmt(metric: str, e: dict | None) -> str:
+    from ragscale.report.leaderboard import _fmt as value
+
+    if not e:
+        return "–"
+    lo, hi = e["ci"]
+    return f"{value(metric, e['mean'])} [{value(metric, lo)}, {value(metric, hi)}]"
+
+
+def to_markdown(block: dict) -> str:
+    """Per calibrated metric and model: labels, naive, human-only and calibrated estimates."""
+    conf = f"{100 * block['confidence']:g}%"
+    lines = [f"Method: {block['method']}; {conf} intervals; at least {block['min_labels']} labels per model.", ""]
+    for metric, b in block["metrics"].items():
+        mapping = f", labels mapped {b['mapping']}" if b.get("mapping") else ""
+        lines += [f"### {metric} (human {b['human']}{mapping})", "",
+                  "| model | labels | records | naive (judge) | human only | calibrated (PPI++) | lambda |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for model, r in b["models"].items():
+            cal = _fmt(metric, r["calibrated"]) if r["calibrated"] else (r["message"] or "–")
+            lam = (r["calibrated"] or {}).get("lambda")
+            lines.append(f"| {model} | {r['n_labeled']} | {r['n_records']} | {_fmt(metric, r['naive'])} | "
+                         f"{_fmt(metric, r['human_only'])} | {cal} | {'–' if lam is None else f'{lam:.2f}'} |")
+        notes = [f"- {model}: {r['message']}" for model, r in b["models"].items() if r["message"] and r["calibrated"]]
+        lines += ([""] + notes if notes else []) + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def csv_rows(block: dict) -> list[list]:
+    """calibration.csv's rows (header CSV_HEADER)."""
+    def num(v: Any) -> str:
+        return "" if v is None else f"{v:.6g}"
+
+    rows = []
+    for metric, b in block["metrics"].items():
+        for model, r in b["models"].items():
+            cells = []
+            for key in ("naive", "human_only", "calibrated"):
+                e = r.get(key) or {}
+                ci = e.get("ci") or [None, None]
+                cells += [num(e.get("mean")), num(ci[0]), num(ci[1])]
+            rows.append([metric, b["human"], model, r["n_labeled"], r["n_records"], *cells,
+                         num((r.get("calibrated") or {}).get("lambda")), r.get("message") or ""])
+    return rows
+
+
+def write_outputs(block: dict, out_dir: str) -> dict[str, str]:
+    """calibration.json, calibration.csv and calibration.md in ``out_dir``."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {k: os.path.join(out_dir, f"calibration.{k}") for k in ("json", "csv", "md")}
+    with open(paths["json"], "w") as fh:
+        json.dump(block, fh, indent=2)
+    with open(paths["csv"], "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(CSV_HEADER)
+        w.writerows(csv_rows(block))
+    with open(paths["md"], "w") as fh:
+        fh.write("# Calibrated estimates\n\n" + to_markdown(block))
+    return paths
+
