@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ragscale.report.html import fmt
+from ragscale.report.leaderboard import _fmt  # the catalog's decimals, as the report shows means
 
 
 def _close(got: float | None, want: float | None, rel: float) -> bool:
@@ -107,30 +107,40 @@ class _Tables(HTMLParser):
 
 
 def check_report_summary(out_dir) -> list[str]:
-    """report.html's per-model summary table shows summary.json's numbers: records, errors, each
-    mean as the report formats it (rates in %). Returns the columns compared."""
+    """report.html shows summary.json's numbers: the leaderboard (heading id "summary") lists every
+    model with its records and errors, and the tables of means (heading id "means", metrics grouped
+    by family under a header row of families) every model's and all models' mean of each metric in
+    the catalog's decimals (rates in %). Returns the metric columns compared."""
     summary = json.load(open(os.path.join(str(out_dir), "summary.json")))
     page = _Tables()
     page.feed(open(os.path.join(str(out_dir), "report.html"), encoding="utf-8").read())
     (head, *rows), = [rows for heading, rows in page.tables if heading == "summary"][:1]
-    assert head[:3] == ["model", "records", "errors"]
+    assert head[:4] == ["#", "model", "records", "errors"]
+    assert sorted(r[1] for r in rows) == sorted(summary["models"])
+    for row in rows:
+        d = summary["models"][row[1]]
+        assert row[2:4] == [str(d["count"]), str(d["errors"])], row[:4]
     blocks = dict(summary["models"])
     if len(blocks) > 1 and summary.get("overall"):
         blocks["ALL models"] = summary["overall"]
-    assert sorted(r[0] for r in rows) == sorted(blocks)
+    names: list[str] = []
     compared = 0
-    for row in rows:
-        d = blocks[row[0]]
-        assert row[1:3] == [str(d["count"]), str(d["errors"])], row[:3]
-        for name, text in zip(head[3:], row[3:]):
-            if name == "answerability accuracy":
-                want = fmt(d["answerability_accuracy"])
-            elif name.startswith("% "):
-                v = d["metrics"][name[2:]]
-                want = "—" if v is None else f"{100 * v:.1f}%"
-            else:
-                want = fmt(d["metrics"][name])
-            assert text == want, (row[0], name, text, want)
-            compared += 1
-    assert compared == len(rows) * (len(head) - 3) > 0
-    return [h[2:] if h.startswith("% ") else h for h in head[3:]]
+    for table in [rows for heading, rows in page.tables if heading == "means"]:
+        at = next(i for i, r in enumerate(table) if r[:1] == ["model"])  # after the row of families
+        head, rows = table[at], table[at + 1:]
+        assert sorted(r[0] for r in rows) == sorted(blocks)
+        for row in rows:
+            d = blocks[row[0]]
+            for name, text in zip(head[1:], row[1:]):
+                if name == "answerability accuracy":
+                    want = _fmt(name, d["answerability_accuracy"])
+                elif name.startswith("% "):
+                    v = d["metrics"][name[2:]]
+                    want = "—" if v is None else f"{100 * v:.1f}%"
+                else:
+                    want = _fmt(name, d["metrics"][name])
+                assert text == want, (row[0], name, text, want)
+                compared += 1
+        names += [h[2:] if h.startswith("% ") else h for h in head[1:]]
+    assert compared == len(blocks) * len(names) > 0 and len(set(names)) == len(names)
+    return names

@@ -1,12 +1,16 @@
 """A self-contained HTML report of one run (``python -m ragscale.report RUN_DIR``).
 
 One file, inline CSS and inline SVG charts, no scripts and nothing fetched: it opens from
-disk. Sections: run provenance (run.json), per-model summary (summary.json, else computed
-here), the differences between models that are significant and those that are not (when
-summary.json has a ``significance`` block), per-metric distributions, judge work (run.json ``judge_work`` and the records'
-``judge_errors``), record errors, and the lowest-scoring records per metric with their
-question, answer, metric values and judge details. Every text taken from the run is
-HTML-escaped.
+disk, and its tables fit a 1280 px screen. The answer comes first: the run's status in one
+line, the leaderboard (summary.json, else computed here: the ranking metric's mean with its
+interval, calibrated when summary.json has a ``calibration`` block, and which models are
+significantly better than which), every metric's mean grouped by metric family, the
+differences between models (when summary.json has a ``significance`` block) and the
+calibration; then per-metric distributions, the breakdowns by answerability and by turn, the
+lowest-scoring records per metric with their question, answer, metric values and the judges'
+details and raw outputs, judge work (run.json ``judge_work`` and the records'
+``judge_errors``) and record errors; run provenance and configuration (run.json) last,
+collapsed. Every text taken from the run is HTML-escaped.
 
 records.jsonl is read in one streaming pass with bounded memory: per metric and model a
 running mean/variance, min/max, exact 20-bin histogram counts over [0, 1] and a uniform

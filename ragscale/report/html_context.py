@@ -3,38 +3,252 @@
 Each builder turns the run's JSON files and the :class:`~ragscale.report.html._Scan` of
 records.jsonl into plain values (strings, numbers, lists, dicts) for one template of
 ``templates/``; the templates hold all the markup and escape every value. Numbers are
-formatted here, so the templates do no arithmetic on the run's data.
+formatted here, so the templates do no arithmetic on the run's data. The leaderboard, the
+tables of means and the breakdowns read summary.json through the leaderboard's helpers
+(:mod:`ragscale.report.leaderboard`), so report.html ranks, groups and rounds as leaderboard.md does.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
+from ragscale.metrics.registry import label, lookup
 from ragscale.report.html import PALETTE, _Dist, _Scan, fmt, trunc
-from ragscale.report.html_significance import significance
+from ragscale.report.html_significance import _number, better_than, calibration, calibration_rows, significance
 from ragscale.report.html_svg import dist_chart, rate_chart
+from ragscale.report.leaderboard import (ANS_ACC, _cell, _fmt, _mean_n, breakdown_metrics, calibrated_comparisons,
+                                         cells, headline, higher_is_better, ranking, standings)
 from ragscale.report.plots import is_rate_metric, mean_ci
+
+# A table of means fits a 1280 px screen: at most this many metric columns, and about this many
+# characters of headers (12 px text) across, the models' column included.
+MEAN_COLUMNS, MEAN_CHARS = 8, 170
 
 
 def page_context(run_dir: str, scan: _Scan, summary: dict | None, run: dict | None, worst_n: int) -> dict:
     """The whole context of ``templates/report.html.j2``."""
     metrics = [m for m in scan.metrics if m in scan.dists and m not in scan.flags]
     colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(scan.models))}
+    board = _board(summary, scan, metrics)
+    order = standings(board)
     return {
         "name": os.path.basename(os.path.normpath(os.path.abspath(run_dir))),
         "path": os.path.abspath(run_dir),
-        "header": _header(run, scan),
-        "summary": _summary(summary, scan, metrics),
-        "significance": significance(summary),
+        "top": _top(run, board, scan),
+        "leaderboard": _leaderboard(board, order, scan, summary),
+        "means": _means(board, order, [m for m in metrics if lookup(m) is None or lookup(m).in_tables]),
+        "significance": significance(board),
+        "calibrated_significance": significance(calibrated_comparisons(board)),
+        "calibration": calibration(board),
         "distributions": _distributions(scan, metrics, colors),
+        "breakdowns": _breakdowns(board, order),
         "judges": _judges(run, scan),
         "errors": _errors(scan),
         "worst_n": worst_n,
         "worst": _worst(scan, [m for m in metrics if m in scan.worst]),
         "records": sum(scan.models.values()),
+        "header": _header(run, scan),
     }
+
+
+# ---------------------------------------------------------------- the summary as the leaderboard reads it
+
+def _board(summary: dict | None, scan: _Scan, metrics: list[str]) -> dict:
+    """summary.json with every model block well-formed (numbers or None, counts as ints), so that the
+    leaderboard's helpers (ragscale.report.leaderboard) read it as they read a summary they wrote; a
+    summary built from the scan when summary.json is missing or has no models."""
+    models = summary.get("models") if isinstance(summary, dict) else None
+    if isinstance(models, dict) and models:
+        listed = summary.get("metrics")
+        names = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else list(metrics)
+        overall = summary.get("overall")
+        return {**summary, "metrics": names, "models": {str(k): _block(v) for k, v in models.items()},
+                "overall": _block(overall) if isinstance(overall, dict) else None}
+    out: dict[str, Any] = {"metrics": list(metrics), "overall": None, "models": {}}
+    for model, count in sorted(scan.models.items()):
+        dists = {m: scan.dists[m].get(model) for m in metrics}
+        out["models"][model] = _block({"count": count, "errors": scan.model_errors[model],
+                                       "metrics": {m: d.mean for m, d in dists.items() if d is not None},
+                                       "n": {m: d.n for m, d in dists.items() if d is not None}})
+    return out
+
+
+def _block(d: Any, nested: bool = True) -> dict:
+    """One model's (or one cell's) block of summary.json, well-formed."""
+    d = d if isinstance(d, dict) else {}
+    means = d.get("metrics") if isinstance(d.get("metrics"), dict) else {}
+    ns = d.get("n") if isinstance(d.get("n"), dict) else {}
+    out: dict[str, Any] = {"count": _int(d.get("count")), "errors": _int(d.get("errors")),
+                           "metrics": {str(k): _number(v) for k, v in means.items()},
+                           "n": {str(k): _int(v) for k, v in ns.items()},
+                           "answerability_accuracy": _number(d.get("answerability_accuracy")),
+                           "answerability_n": _int(d.get("answerability_n"))}
+    for key in ("by_answerability", "by_turn") if nested else ():
+        if isinstance(d.get(key), dict):
+            out[key] = {str(k): _block(v, nested=False) for k, v in d[key].items()}
+    return out
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _direction(metric: str | None) -> str:
+    return "lower is better" if higher_is_better(metric) is False else "higher is better"
+
+
+# ---------------------------------------------------------------- sections
+
+def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
+    """The line under the title: status, models, records, what ranks; the failure when the run failed."""
+    metric, calibrated = ranking(board)
+    status = "no run.json" if run is None else str(run.get("status"))
+    failure = None
+    if run is not None and status != "ok":
+        records = run.get("records") if isinstance(run.get("records"), dict) else {}
+        reason = run.get("failure") or "; ".join(f"{k}: {v}" for k, v in records.items()) or "no reason given"
+        failure = trunc(str(reason), 300)
+    n = len(board["models"])
+    return {"status": status, "ok": status == "ok", "failure": failure,
+            "models": f"{n} model{'s' if n != 1 else ''}", "records": sum(scan.models.values()),
+            "ranking": None if metric is None else
+            f"ranked by the {'calibrated ' if calibrated else ''}mean of {metric} ({_direction(metric)})"}
+
+
+def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) -> dict:
+    """One row per model in ranking order: rank, records, errors, the ranking metric's mean with its
+    interval (calibrated, judge and human-only when the run was calibrated), and the models it is
+    significantly better than."""
+    metric, calibrated = ranking(board)
+    wins, basis = better_than(board, metric)
+    cal = calibration_rows(board.get("calibration"), metric) if calibrated else {}
+    rows = []
+    for rank, model, d in order:
+        row: dict[str, Any] = {"rank": "–" if rank is None else str(rank), "model": model,
+                               "count": d["count"], "errors": d["errors"],
+                               "better": ", ".join(wins.get(model, [])) or "—"}
+        if calibrated:
+            c = cal.get(model) or {}
+            row["estimates"] = [c.get("calibrated"), c.get("naive") or _judge_estimate(d, metric, scan, model),
+                                c.get("human_only")]
+            row["labels"] = c.get("labels", "0")
+            row["message"] = c.get("message")
+        elif metric is not None:
+            row["estimates"] = [_judge_estimate(d, metric, scan, model)]
+        rows.append(row)
+    conf = _number(board["calibration"].get("confidence")) if calibrated else None  # calibrated: a dict
+    return {"metric": metric, "label": None if metric is None else label(metric), "calibrated": calibrated,
+            "direction": _direction(metric), "rows": rows, "basis": basis,
+            "interval": "95%" if conf is None else f"{100 * conf:g}%",
+            "human": _human(board, metric) if calibrated else None,
+            "missing": summary is None, "reduction": summary.get("reduction") if summary else None}
+
+
+def _judge_estimate(d: dict, metric: str, scan: _Scan, model: str) -> dict | None:
+    """The model's mean of ``metric`` (summary.json's) with the t-interval of the scan's values."""
+    mean = d["metrics"].get(metric)
+    if mean is None:
+        return None
+    dist = (scan.dists.get(metric) or {}).get(model)
+    ci = None if dist is None else mean_ci(dist.n, dist.mean, dist.sd)
+    if ci is None or not all(map(math.isfinite, ci)):
+        return {"mean": _fmt(metric, mean), "ci": None}
+    return {"mean": _fmt(metric, mean), "ci": f"[{_fmt(metric, ci[0])}, {_fmt(metric, ci[1])}]"}
+
+
+def _human(board: dict, metric: str | None) -> str:
+    """The human metric that calibrates ``metric`` (and how its labels are mapped); ``board`` has a
+    calibration block (a dict)."""
+    metrics = board["calibration"].get("metrics")
+    b = metrics.get(metric) if isinstance(metrics, dict) else None
+    b = b if isinstance(b, dict) else {}
+    return str(b.get("human") or "?") + (f", labels mapped {b['mapping']}" if b.get("mapping") else "")
+
+
+def _means(board: dict, order: list, metrics: list[str]) -> list[dict]:
+    """Every metric's mean per model (ranking order, then all models together), grouped by metric
+    family into tables that fit a 1280 px screen (see :func:`_pack`)."""
+    families: dict[str, list[tuple[str, str]]] = {}
+    for m in metrics:
+        spec = lookup(m)
+        kind = "rate" if is_rate_metric(m) else "mean"
+        families.setdefault(spec.family if spec is not None else "other", []).append((m, kind))
+    if any(d.get("answerability_n") for d in board["models"].values()):
+        families.setdefault("answerability", []).append((ANS_ACC, "accuracy"))
+    blocks = [(model, d, False) for _, model, d in order]
+    if len(blocks) > 1 and board.get("overall"):
+        blocks.append(("ALL models", board["overall"], True))
+    out = []
+    for groups in _pack(families, max((len(name) for name, _, _ in blocks), default=0)):
+        cols = [c for _, cs in groups for c in cs]
+        out.append({"groups": [(family, len(cs)) for family, cs in groups],
+                    "head": [_mean_head(m, kind) for m, kind in cols],
+                    "rows": [{"name": model, "bold": bold, "cells": [_mean_cell(d, m, kind) for m, kind in cols]}
+                             for model, d, bold in blocks]})
+    return out
+
+
+def _pack(families: dict[str, list[tuple[str, str]]], name_chars: int) -> list[list[tuple[str, list]]]:
+    """The families' columns in tables of at most MEAN_COLUMNS columns and about MEAN_CHARS characters of
+    headers (the models' column included); a family too wide for one table is split evenly."""
+    budget = MEAN_CHARS - min(name_chars, 30) - 3
+
+    def fits(table: list[tuple[str, list]], cols: list) -> bool:
+        cols = [c for _, cs in table for c in cs] + cols
+        return len(cols) <= MEAN_COLUMNS and sum(max(len(_mean_head(*c)), 6) + 3 for c in cols) <= budget
+
+    tables: list[list[tuple[str, list]]] = [[]]
+    for family, cols in families.items():
+        if fits(tables[-1], cols):
+            tables[-1].append((family, cols))
+            continue
+        parts = next(p for p in range(1, len(cols) + 1)
+                     if p == len(cols) or all(fits([], c) for c in _chunks(cols, math.ceil(len(cols) / p))))
+        for part in _chunks(cols, math.ceil(len(cols) / parts)):
+            if tables[-1]:
+                tables.append([])
+            tables[-1].append((family, part))
+    return [t for t in tables if t]
+
+
+def _chunks(cols: list, size: int) -> list[list]:
+    return [cols[i:i + size] for i in range(0, len(cols), size)]
+
+
+def _mean_head(metric: str, kind: str) -> str:
+    return {"rate": f"% {metric}", "accuracy": "answerability accuracy"}.get(kind, metric)
+
+
+def _mean_cell(d: dict, metric: str, kind: str) -> dict:
+    """A mean as the tables show it: catalog decimals (hover: n), a rate in %, the accuracy with its n."""
+    v, n = _mean_n(d, metric)
+    if kind == "rate":
+        return {"text": "—" if v is None else f"{100 * v:.1f}%", "title": f"n={n}", "note": None}
+    if kind == "accuracy":
+        return {"text": _fmt(metric, v), "title": None, "note": None if v is None else f"(n={n})"}
+    return {"text": _fmt(metric, v), "title": f"n={n}", "note": None}
+
+
+def _breakdowns(board: dict, order: list) -> dict | None:
+    """The leaderboard's breakdown metrics by answerability class and by turn: per metric, one row per
+    model with "mean (n)" per cell; None when the summary has neither breakdown."""
+    cols = cells(board)
+    if len(cols) < 2:
+        return None
+    tables = []
+    for m in breakdown_metrics(board, headline(board)):
+        rows = []
+        for rank, model, d in order:
+            vals = [_mean_n(_cell(d, b, key), m) for b, key, _ in cols]
+            rows.append({"rank": "–" if rank is None else str(rank), "model": model,
+                         "cells": [(_fmt(m, v), n) for v, n in vals]})
+        tables.append({"metric": m, "label": label(m), "rows": rows})
+    return {"head": [text for _, _, text in cols], "tables": tables,
+            "answerability": any(b == "answerability" for b, _, _ in cols),
+            "turns": any(b == "turn" for b, _, _ in cols)}
 
 
 def _flatten(d: dict, prefix: str = "") -> list[tuple[str, Any]]:
@@ -88,65 +302,6 @@ def _header(run: dict | None, scan: _Scan) -> dict | None:
     return {"status": str(run.get("status")), "failure": run.get("failure"), "rows": rows,
             "versions": run.get("versions"),
             "run_json": trunc(json.dumps(run, indent=1, ensure_ascii=False, default=str), 40000)}
-
-
-def _summary(summary: dict | None, scan: _Scan, metrics: list[str]) -> dict:
-    """The per-model table of means and rates (summary.json's, else the scan's), and the table per
-    answerability class."""
-    models_s = summary.get("models") if summary and isinstance(summary.get("models"), dict) else None
-    has_acc = bool(models_s) and any(isinstance(d, dict) and d.get("answerability_accuracy") is not None
-                                     for d in models_s.values())
-    rates = [m for m in metrics if is_rate_metric(m)]
-    cols = [m for m in metrics if not is_rate_metric(m)]
-
-    def row(model: str, d: dict | None, dists: dict[str, _Dist | None], count: Any, errors: Any) -> dict:
-        cells = []
-        for m in cols:
-            mean = (d.get("metrics") or {}).get(m) if d else (dists[m].mean if dists.get(m) else None)
-            n = (d.get("n") or {}).get(m) if d else (dists[m].n if dists.get(m) else 0)
-            cells.append({"text": fmt(mean), "title": f"n={'' if n is None else n}", "note": None})
-        for m in rates:
-            a = (d.get("metrics") or {}).get(m) if d else (dists[m].mean if dists.get(m) else None)
-            cells.append({"text": "—" if a is None else f"{100 * a:.1f}%", "title": None, "note": None})
-        if has_acc:
-            acc = d.get("answerability_accuracy") if d else None
-            note = f"(n={d.get('answerability_n')})" if d and acc is not None else None
-            cells.append({"text": fmt(acc), "title": None, "note": note})
-        return {"name": model, "count": count, "errors": errors, "cells": cells, "bold": False}
-
-    rows = []
-    model_names = sorted(set(scan.models) | set(models_s or {}))
-    for model in model_names:
-        d = models_s.get(model) if models_s else None
-        dists = {m: scan.dists.get(m, {}).get(model) for m in metrics}
-        count = d.get("count", scan.models[model]) if d else scan.models[model]
-        errors = d.get("errors", scan.model_errors[model]) if d else scan.model_errors[model]
-        rows.append(row(model, d, dists, count, errors))
-    overall = summary.get("overall") if summary else None
-    if len(model_names) > 1 and isinstance(overall, dict):
-        rows.append({**row("ALL models", overall, {}, overall.get("count", 0), overall.get("errors", 0)), "bold": True})
-    head = ["model", "records", "errors", *cols, *(f"% {m}" for m in rates)] \
-        + (["answerability accuracy"] if has_acc else [])
-    classes = _class_rows(models_s, model_names, metrics, has_acc)
-    return {"missing": summary is None, "head": head, "rows": rows,
-            "reduction": summary.get("reduction") if summary else None,
-            "class_head": ["model", "answerability", "records"] + (["answerability accuracy"] if has_acc else [])
-            + metrics, "class_rows": classes}
-
-
-def _class_rows(models_s: dict | None, model_names: list[str], metrics: list[str], has_acc: bool) -> list[list]:
-    """The rows of the summary's table per answerability class (none when summary.json has none)."""
-    rows = []
-    for model in model_names:
-        d = models_s.get(model) if models_s else None
-        for cls, c in sorted(((d or {}).get("by_answerability") or {}).items()):
-            if cls == "UNKNOWN" or not isinstance(c, dict):
-                continue
-            cells = [model, cls, str(c.get("count", ""))]
-            cells += [fmt(c.get("answerability_accuracy"))] if has_acc else []
-            cells += [fmt((c.get("metrics") or {}).get(m)) for m in metrics]
-            rows.append(cells)
-    return rows
 
 
 def _distributions(scan: _Scan, metrics: list[str], colors: dict[str, str]) -> list[dict]:

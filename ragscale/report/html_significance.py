@@ -1,10 +1,14 @@
-"""The HTML report's "differences between models" section (package-private; see :mod:`ragscale.report.html`).
+"""The HTML report's inference sections (package-private; see :mod:`ragscale.report.html`).
 
 Reads summary.json's ``significance`` block (paired comparisons of models per metric: mean
 difference, its confidence interval, a p-value adjusted for multiple comparisons, and
 whether the difference is significant) and turns it into the rows of
 ``templates/significance.html.j2``: "A > B" with the difference and the adjusted p when it is
-significant, "A vs B: not distinguishable on these N tasks" when it is not. Values use the
+significant, "A vs B: not distinguishable on these N tasks" when it is not; the leaderboard's
+"significantly better than" column comes from the same entries (the calibration's PPI++
+comparisons first, when it has them). Also the ``calibration`` block (ragscale.report.calibration:
+per metric and model the judge's, the human-only and the calibrated mean with their intervals)
+as the cells of the leaderboard and of ``templates/calibration.html.j2``. Values use the
 metric's catalog decimals, like the leaderboard. A malformed block is shown as far as it is
 readable, never an error: the report must open even for a summary written by another version.
 """
@@ -85,6 +89,106 @@ def _settings(block: dict, conf: float | None) -> str:
     if design:
         parts.append(_DESIGNS.get(str(design), str(design)))
     return "; ".join(parts)
+
+
+def better_than(summary: dict, metric: str | None) -> tuple[dict[str, list[str]], str | None]:
+    """Per model, the models it is significantly better than on ``metric``, and what that rests on:
+    "calibrated" (the calibration's comparisons of ``metric``; a pair they could not test keeps the
+    judge-based result, marked "(judge)"), "judge" (summary.json's significance block), or None when
+    neither compares ``metric``."""
+    judged = _entries(summary.get("significance"), metric)
+    cal = summary.get("calibration")
+    calibrated = _entries({"metrics": cal.get("comparisons")}, metric) if isinstance(cal, dict) else None
+    out: dict[str, list[str]] = {}
+    if calibrated is not None:
+        by_pair = {frozenset((str(e.get("a")), str(e.get("b")))): e for e in judged or []}
+        for e in calibrated:
+            pair = frozenset((str(e.get("a")), str(e.get("b"))))
+            if _number(e.get("p")) is not None:
+                _add_winner(out, e, "")
+            elif pair in by_pair:
+                _add_winner(out, by_pair[pair], " (judge)")
+        return out, "calibrated"
+    if judged is None:
+        return out, None
+    for e in judged:
+        _add_winner(out, e, "")
+    return out, "judge"
+
+
+def _entries(block: Any, metric: str | None) -> list[dict] | None:
+    """The comparison entries of ``metric`` in a significance-shaped block (None: it has none)."""
+    if not isinstance(block, dict) or not isinstance(block.get("metrics"), dict):
+        return None
+    entries = block["metrics"].get(metric)
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else None
+
+
+def _add_winner(out: dict[str, list[str]], e: dict, suffix: str) -> None:
+    a, b, better = str(e.get("a")), str(e.get("b")), e.get("better")
+    if e.get("significant") is True and better is not None and str(better) in (a, b):
+        out.setdefault(str(better), []).append((b if str(better) == a else a) + suffix)
+
+
+def calibration(summary: dict) -> dict | None:
+    """The calibration detail section's context (per calibrated metric, one row per model), or None
+    when summary.json has no (readable) calibration block."""
+    block = summary.get("calibration")
+    if not isinstance(block, dict) or not isinstance(block.get("metrics"), dict):
+        return None
+    metrics = []
+    for metric, b in block["metrics"].items():
+        rows = calibration_rows(block, str(metric))
+        if rows:
+            b = b if isinstance(b, dict) else {}
+            mapping = b.get("mapping")
+            metrics.append({"metric": str(metric), "label": label(str(metric)),
+                            "human": "?" if b.get("human") is None else str(b["human"]),
+                            "mapping": str(mapping) if mapping else None,
+                            "rows": [{"model": model, **r} for model, r in rows.items()]})
+    if not metrics:
+        return None
+    conf = _number(block.get("confidence"))
+    labels = block.get("min_labels")
+    return {"metrics": metrics, "interval": "interval" if conf is None else f"{100 * conf:g}% interval",
+            "method": str(block["method"]) if block.get("method") else None,
+            "min_labels": labels if isinstance(labels, int) and not isinstance(labels, bool) else None,
+            "human": str(block["human"]) if block.get("human") else None}
+
+
+def calibration_rows(block: Any, metric: str | None) -> dict[str, dict]:
+    """Per model, the calibration of ``metric`` as cells: labels, records, the judge's (naive), the
+    human-only and the calibrated estimate ({"mean", "ci"} texts, None where absent), lambda and the
+    message (e.g. too few labels); empty when the block does not calibrate ``metric``."""
+    metrics = block.get("metrics") if isinstance(block, dict) else None
+    b = metrics.get(metric) if isinstance(metrics, dict) else None
+    models = b.get("models") if isinstance(b, dict) else None
+    if not isinstance(models, dict):
+        return {}
+    out = {}
+    for model, r in models.items():
+        r = r if isinstance(r, dict) else {}
+        cal = r.get("calibrated") if isinstance(r.get("calibrated"), dict) else {}
+        lam = _number(cal.get("lambda"))
+        out[str(model)] = {"labels": _count(r.get("n_labeled")), "records": _count(r.get("n_records")),
+                           **{k: _estimate(metric, r.get(k)) for k in ("naive", "human_only", "calibrated")},
+                           "lambda": "–" if lam is None else f"{lam:.2f}",
+                           "message": str(r["message"]) if r.get("message") else None}
+    return out
+
+
+def _estimate(metric: str, e: Any) -> dict | None:
+    """A {"mean", "ci"} estimate as texts in the metric's decimals (None when it has no mean)."""
+    mean = _number(e.get("mean")) if isinstance(e, dict) else None
+    if mean is None:
+        return None
+    ci = _interval(e.get("ci"))
+    return {"mean": metric_value(metric, mean),
+            "ci": None if ci is None else f"[{metric_value(metric, ci[0])}, {metric_value(metric, ci[1])}]"}
+
+
+def _count(v: Any) -> str:
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else "–"
 
 
 def _number(v: Any) -> float | None:

@@ -53,8 +53,8 @@ def _dist_row(model: str, color: str, d: _Dist, y0: int, x: Any, lo: float, hi: 
     if q1 is not None and q3 is not None and med is not None:
         box = {"x": x(q1), "w": max(1.0, x(q3) - x(q1)), "median": x(med)}
     ci = mean_ci(d.n, d.mean, d.sd)
-    return {"model": model, "n": d.n, "color": color, "y0": y0, "yb": y0 + 58, "bars": bars,
-            "lo": x(d.lo), "hi": x(d.hi), "box": box, "mean": x(d.mean), "mean_text": fmt(d.mean),
+    return {"model": model, "label": _label(model), "n": d.n, "color": color, "y0": y0, "yb": y0 + 58,
+            "bars": bars, "lo": x(d.lo), "hi": x(d.hi), "box": box, "mean": x(d.mean), "mean_text": fmt(d.mean),
             "ci": None if ci is None else (x(max(lo, ci[0])), x(min(hi, ci[1])))}
 
 
@@ -80,10 +80,16 @@ def rate_chart(metric: str, rows: list[Row]) -> dict[str, Any]:
         k = sum(d.hist[BINS // 2:]) if d.unit else round(d.mean * d.n)
         pct = 100 * k / d.n
         ci = wilson_interval(k, d.n)
-        out.append({"model": model, "color": color, "y0": TOP + i * RH, "w": x(pct) - L, "k": k, "n": d.n,
-                    "pct": f"{pct:.1f}", "ci": None if ci is None else (x(100 * ci[0]), x(100 * ci[1]))})
+        out.append({"model": model, "label": _label(model), "color": color, "y0": TOP + i * RH, "w": x(pct) - L,
+                    "k": k, "n": d.n, "pct": f"{pct:.1f}",
+                    "ci": None if ci is None else (x(100 * ci[0]), x(100 * ci[1]))})
     return {"metric": metric, "W": W, "H": TOP + RH * len(rows) + 34, "L": L, "R": R, "rows": out,
             "axis_y": TOP + RH * len(rows) + 4, "ticks": [(x(v), f"{v}%") for v in range(0, 101, 20)]}
+
+
+def _label(model: str) -> str:
+    """A model's name as it fits left of the axis (L px): at most 24 characters (the whole name on hover)."""
+    return model if len(model) <= 24 else model[:23] + "…"
 
 
 def _tick(v: float) -> str:

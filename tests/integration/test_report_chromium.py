@@ -1,6 +1,14 @@
-"""The HTML report of a synthetic TREC-like run, rendered in headless Chromium: the DOM holds
-the summary values, model names, a judge rationale and the escaped hostile texts (as text,
-never as elements), and a screenshot is not blank.
+"""The HTML report of a synthetic run with many metrics (the MT-RAG and TREC families, 28 metric
+columns) and four models, rendered in headless Chromium:
+
+- the DOM holds the leaderboard's values, model names, a judge rationale and the escaped hostile
+  texts (as text, never as elements), and a screenshot is not blank;
+- at 1280x800 the first screen shows the whole leaderboard table, the page is no wider than the
+  window and no table is wider than its container, with every ``<details>`` opened too.
+
+Geometry needs a script, which the report forbids (no JavaScript, a Content-Security-Policy):
+a copy of the report, without the CSP and with a measuring script added, is rendered for it; the
+escaping is checked on the report itself.
 
 Needs Debian's chromium (``apt-get install -y chromium``): skipped without it, failing
 instead when ``CI=true`` (CI must install it)."""
@@ -16,17 +24,53 @@ import subprocess
 import pytest
 
 from conftest import unavailable
-from ragscale.report.html import fmt, write_report
+from ragscale.metrics.registry import lookup
+from ragscale.report.html import write_report
+from ragscale.report.leaderboard import _fmt
+from ragscale.report.summary import finalize
 
 pytestmark = pytest.mark.integration
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-METRICS = ["umbrela_mean", "P@5", "nuggets_vital", "citation_f1", "hhem", "answered"]
+MTRAG = ["Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "BertKPrec", "Extractiveness_RougeL", "Length",
+         "RB_agg", "RB_llm", "RL_F", "HMean", "RB_agg_idk", "RB_llm_idk", "RL_F_idk", "HMean_idk", "idk_eval"]
+TREC = ["umbrela_mean", "P@5", "nuggets_all", "nuggets_vital", "nuggets_weighted", "nuggets_strict_vital",
+        "citation_precision", "citation_recall", "citation_f1", "hhem", "factual_consistency_judge", "answered"]
+METRICS = MTRAG + TREC
+MODELS = ["gpt-rag-large", "tiny-rag", "meta-llama/Llama-3.1-405B-Instruct-Turbo-preview-2025", "mistral-rag-7b"]
+CLASSES = ["ANSWERABLE", "PARTIAL", "UNANSWERABLE", "CONVERSATIONAL"]
 EVIL_Q = "Why <script>document.title='PWNED'</script> fails?"
 EVIL_A = "Because <img src=x onerror=\"document.title='PWNED2'\"> & <b>bold</b>"
 RATIONALE = "Passage [2] only restates the question; it never gives the flight date."
+WIDTH, HEIGHT = 1280, 800
+
+# Added to a copy of the report: the geometry at 1280x800, first as the page opens, then with every
+# <details> open; written into the page as JSON for --dump-dom.
+MEASURE = """<script>
+function measure() {
+  const de = document.documentElement;
+  let right = 0, overflow = -1e9;
+  for (const t of document.querySelectorAll('table')) {
+    const r = t.getBoundingClientRect();
+    if (!r.width) continue;
+    right = Math.max(right, r.right);
+    overflow = Math.max(overflow, r.right - t.parentElement.getBoundingClientRect().right);
+  }
+  return {innerWidth: window.innerWidth, clientWidth: de.clientWidth, scrollWidth: de.scrollWidth,
+          tableRight: right, tableOverflow: overflow};
+}
+const first = measure();
+const board = document.querySelector('table.board').getBoundingClientRect();
+first.boardTop = document.getElementById('summary').getBoundingClientRect().top;
+first.boardBottom = board.bottom;
+document.querySelectorAll('details').forEach(d => { d.open = true; });
+const out = document.createElement('pre');
+out.id = 'geometry';
+out.textContent = JSON.stringify({first: first, opened: measure()});
+document.body.appendChild(out);
+</script>"""
 
 
 def chromium() -> str:
@@ -35,57 +79,78 @@ def chromium() -> str:
     unavailable(f"{CHROMIUM} not installed (apt-get install -y chromium)")
 
 
-def make_trec_run(path: str) -> dict:
-    """records.jsonl, summary.json and run.json of a small two-model TREC-like run."""
+def make_run(path: str) -> dict:
+    """records.jsonl, summary.json (with answerability, turns, a significance block and a calibration
+    block) and run.json of a four-model run with 28 metrics; returns summary.json."""
     os.makedirs(path, exist_ok=True)
     recs = []
-    for i in range(24):
-        model = ["gpt-rag-large", "tiny-rag"][i % 2]
-        good = 0.25 + 0.03 * i
-        m = {"umbrela_mean": round(3 * good, 4), "P@5": [0.2, 0.4, 0.6, 0.8][i % 4], "nuggets_vital": round(good, 4),
-             "citation_f1": round(min(1.0, good + 0.1), 4), "hhem": round(min(1.0, good + 0.05), 4),
-             "answered": 0.0 if i % 5 == 0 else 1.0}
-        details = {
-            "umbrela": {"grades": [{"passage": "[1]", "grade": 2, "rationale": "Directly answers."},
-                                   {"passage": "[2]", "grade": 0, "rationale": f"Passage [2] case {i}."}]},
-            "nuggets": {"nuggets": [{"text": "flight date", "importance": "vital", "assignment": "not_support"},
-                                    {"text": "airline", "importance": "okay", "assignment": "support"}]},
-            "answered": {"query_answered": "no" if i % 5 == 0 else "yes"},
-        }
-        judge_errors = []
-        query, answer = f"When does flight {i} leave?", f"Flight {i} leaves at noon [1]."
-        if i == 3:  # the lowest-scoring records
-            m.update(umbrela_mean=0.0, nuggets_vital=0.0, hhem=0.01, citation_f1=0.0)
-            details["umbrela"]["grades"][1]["rationale"] = RATIONALE
-            query, answer = EVIL_Q, EVIL_A
-            judge_errors = [{"judge": "citation", "reason": "invalid JSON", "raw": "<script>alert('raw')</script>{"}]
-        if i == 5:
-            judge_errors = [{"judge": "hhem", "reason": "no passages", "undefined": True}]
-            m["hhem"] = None
-        recs.append({"query_id": f"q{i}", "query": query, "generated_answer": answer,
-                     "passages": [{"id": "[1]", "text": "p1"}, {"id": "[2]", "text": "p2"}],
-                     "model_id": model, "metrics": m, "error": None,
-                     "ragscale": {"record_key": f"run-{i}", "source_file": "answers.csv", "source_line": i + 2,
-                                  "warnings": [], "judge_errors": judge_errors, "details": details}})
-    recs.append({"query_id": "bad", "query": "x", "model_id": "tiny-rag", "metrics": {k: None for k in METRICS},
+    for t in range(30):
+        for k, model in enumerate(MODELS):
+            good = min(1.0, 0.2 + 0.02 * t + 0.05 * k)
+            m = {name: round(good, 4) for name in METRICS}
+            m.update({"Length": 40 + t, "P@5": [0.2, 0.4, 0.6, 0.8][t % 4], "umbrela_mean": round(3 * good, 4),
+                      "idk_eval": 1.0 if t % 4 == 2 else 0.0, "answered": 0.0 if t % 5 == 0 else 1.0})
+            details = {
+                "umbrela": {"grades": [{"passage": "[1]", "grade": 2, "rationale": "Directly answers."},
+                                       {"passage": "[2]", "grade": 0, "rationale": f"Passage [2] case {t}."}]},
+                "nuggets": {"nuggets": [{"text": "flight date", "importance": "vital", "assignment": "not_support"},
+                                        {"text": "airline", "importance": "okay", "assignment": "support"}]},
+                "answered": {"query_answered": "no" if t % 5 == 0 else "yes"},
+            }
+            judge_errors = []
+            query, answer = f"When does flight {t} leave?", f"Flight {t} leaves at noon [1]."
+            if t == 3 and k == 1:  # the lowest-scoring record of most metrics
+                m.update({name: 0.0 for name in METRICS if name not in ("Length", "idk_eval")})
+                details["umbrela"]["grades"][1]["rationale"] = RATIONALE
+                query, answer = EVIL_Q, EVIL_A
+                judge_errors = [{"judge": "citation", "reason": "invalid JSON",
+                                 "raw": "<script>alert('raw')</script>{"}]
+            recs.append({"task_id": f"t{t}", "conversation_id": f"c{t // 3}", "turn": t % 3 + 1,
+                         "answerability": CLASSES[t % 4], "query": query, "generated_answer": answer,
+                         "passages": [{"id": "[1]", "text": "p1"}, {"id": "[2]", "text": "p2"}], "model_id": model,
+                         "metrics": {name: v if lookup(name).scalar else [v] for name, v in m.items()},  # MT-RAG: [v]
+                         "error": None,
+                         "ragscale": {"record_key": f"{model}-{t}", "warnings": [], "judge_errors": judge_errors,
+                                      "details": details}})
+    recs.append({"task_id": "bad", "query": "x", "model_id": "tiny-rag", "metrics": {k: None for k in METRICS},
                  "error": {"stage": "input", "message": "generated_answer is empty"},
                  "ragscale": {"record_key": "run-bad", "warnings": [], "judge_errors": [], "details": {}}})
     with open(os.path.join(path, "records.jsonl"), "w") as fh:
         for r in recs:
             fh.write(json.dumps(r) + "\n")
-    models = {}
-    for model in ("gpt-rag-large", "tiny-rag"):
-        mine = [r for r in recs if r["model_id"] == model]
-        ok = [r for r in mine if r["error"] is None]
-        means = {}
-        for k in METRICS:
-            vals = [r["metrics"][k] for r in ok if r["metrics"][k] is not None]
-            means[k] = sum(vals) / len(vals)
-        models[model] = {"count": len(mine), "errors": len(mine) - len(ok), "metrics": means,
-                         "n": {k: len(ok) for k in METRICS}, "answerability_accuracy": None}
+    summary = finalize(path, METRICS)
+    means = {model: summary["models"][model]["metrics"]["HMean_idk"] for model in MODELS}
+
+    def estimate(mean: float, half: float) -> dict:
+        return {"mean": mean, "ci": [mean - half, mean + half]}
+
+    summary["calibration"] = {
+        "method": "PPI++ (power-tuned prediction-powered inference, ppi-python)", "confidence": 0.95,
+        "human": "/data/labels.csv", "min_labels": 20, "ranked_by": "HMean_idk", "alpha": 0.05, "correction": "holm",
+        "metrics": {"HMean_idk": {"human": "faithfulness", "mapping": "1..4:0..1 (linear)", "models": {
+            model: ({"n_labeled": 25, "n_records": 30, "naive": estimate(means[model], 0.04),
+                     "human_only": estimate(means[model] - 0.05, 0.08),
+                     "calibrated": estimate(means[model] - 0.04, 0.05, ) | {"lambda": 0.8}, "message": None}
+                    if model != "mistral-rag-7b" else
+                    {"n_labeled": 7, "n_records": 30, "naive": estimate(means[model], 0.04), "human_only": None,
+                     "calibrated": None, "message": "7 human labels; at least 20 are needed (calibration.min_labels)"})
+            for model in MODELS}}},
+        "comparisons": {"HMean_idk": [
+            {"a": MODELS[2], "b": "tiny-rag", "n": 25, "mean_a": 0.5, "mean_b": 0.4, "diff": 0.1, "ci": [0.04, 0.16],
+             "p": 0.002, "p_adjusted": 0.006, "significant": True, "better": MODELS[2],
+             "method": "PPI++ paired difference"},
+            {"a": "gpt-rag-large", "b": "tiny-rag", "n": 25, "mean_a": 0.45, "mean_b": 0.4, "diff": 0.05,
+             "ci": [-0.01, 0.11], "p": 0.09, "p_adjusted": 0.18, "significant": False, "better": None,
+             "method": "PPI++ paired difference"}]},
+    }
+    summary["significance"] = {
+        "method": "Paired bootstrap over tasks.", "confidence": 0.95, "alpha": 0.05, "correction": "holm",
+        "design": "all-pairs", "resamples": 1000, "metrics": {"HMean_idk": [
+            {"a": "mistral-rag-7b", "b": "gpt-rag-large", "n": 30, "mean_a": 0.6, "mean_b": 0.5, "diff": 0.1,
+             "ci": [0.05, 0.15], "p": 0.001, "p_adjusted": 0.004, "significant": True, "better": "mistral-rag-7b"}]},
+    }
     with open(os.path.join(path, "summary.json"), "w") as fh:
-        json.dump({"reduction": "scalars as given; nulls left out", "metrics": METRICS, "models": models,
-                   "overall": None}, fh)
+        json.dump(summary, fh)
     run = {"ragscale_version": "0.1.0", "status": "ok", "started": "2026-01-01T00:00:00+00:00",
            "finished": "2026-01-01T00:01:00+00:00",
            "config": {"scenario_name": "trec", "steps": ["trec"], "judge": {"name": "local", "engine": "llama.cpp",
@@ -96,10 +161,11 @@ def make_trec_run(path: str) -> dict:
            "judge_work": {"prompts": 120, "generations": 110, "parse_failures": 1, "engine_errors": 0,
                           "by_judge": {"umbrela": {"prompts": 48, "generations": 46},
                                        "citation": {"prompts": 24, "parse_failures": 1}}},
-           "records": {"in": 25, "out": 25, "errored": 1}}
+           "versions": {"ragscale": "0.1.0", "numpy": "2.0", "jinja2": "3.1"},
+           "records": {"in": len(recs), "out": len(recs), "errored": 1}}
     with open(os.path.join(path, "run.json"), "w") as fh:
         json.dump(run, fh)
-    return models
+    return summary
 
 
 def run_chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
@@ -107,23 +173,29 @@ def run_chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
 
 
-def test_report_renders_in_chromium(tmp_path):
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
     chromium()  # fails under CI=true, skips elsewhere, when Chromium is absent
-    run_dir = tmp_path / "trec-run"
-    models = make_trec_run(str(run_dir))
+    run_dir = tmp_path_factory.mktemp("runs") / "wide-run"
+    summary = make_run(str(run_dir))
     path = write_report(str(run_dir))
     assert path == str(run_dir / "report.html")
+    return path, summary
+
+
+def test_report_renders_in_chromium(report, tmp_path):
+    path, summary = report
     url = "file://" + os.path.abspath(path)
 
     # (a) the DOM after parsing and rendering
     r = run_chromium(tmp_path, "--dump-dom", url)
     assert r.returncode == 0, r.stderr[-2000:]
     dom = r.stdout
-    assert "<title>ragscale report: trec-run</title>" in dom  # no script rewrote the title
-    for model, d in models.items():
+    assert "<title>ragscale report: wide-run</title>" in dom  # no script rewrote the title
+    for model, d in summary["models"].items():
         assert model in dom
-        for k in ("umbrela_mean", "nuggets_vital", "hhem"):
-            assert f">{fmt(d['metrics'][k])}<" in dom, (model, k)
+        for k in ("RB_agg", "nuggets_vital", "hhem", "Length"):
+            assert f">{_fmt(k, d['metrics'][k])}<" in dom, (model, k)
         assert f"{100 * d['metrics']['answered']:.1f}%" in dom
     assert RATIONALE in dom
     assert "trec" in dom and "open-rag-eval-csv" in dom and "parse failures" in dom
@@ -136,16 +208,52 @@ def test_report_renders_in_chromium(tmp_path):
 
     # (b) a screenshot that is not blank
     shot = tmp_path / "shot.png"
-    r = run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", url)
+    r = run_chromium(tmp_path, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", url)
     assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
     import matplotlib.image as mpimg
     import numpy as np
 
     img = mpimg.imread(str(shot))
-    assert img.shape[:2] == (2000, 1280)
+    assert img.shape[:2] == (HEIGHT, WIDTH)
     rgb = np.asarray(img[..., :3], dtype=float)
-    assert rgb.std() > 0.05  # text, tables and charts, not a blank page
+    assert rgb.std() > 0.05  # text and tables, not a blank page
     assert len(np.unique((rgb.reshape(-1, 3) * 255).astype(int), axis=0)) > 50
     keep = os.environ.get("RAGSCALE_KEEP_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+def geometry(path: str, tmp_path) -> dict:
+    """The report's geometry at 1280x800 (see MEASURE), from a copy with the measuring script."""
+    html = open(path, encoding="utf-8").read()
+    html, csp = re.subn(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    assert csp == 1
+    copy = tmp_path / "measured.html"
+    copy.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    r = run_chromium(tmp_path, "--dump-dom", f"--window-size={WIDTH},{HEIGHT}", "--virtual-time-budget=2000",
+                     "file://" + str(copy))
+    assert r.returncode == 0, r.stderr[-2000:]
+    found = re.search(r'<pre id="geometry">(.*?)</pre>', r.stdout, re.S)
+    assert found, r.stdout[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def test_report_fits_a_laptop_screen(report, tmp_path):
+    path, summary = report
+    g = geometry(path, tmp_path)
+    first, opened = g["first"], g["opened"]
+    print("geometry at 1280x800:", json.dumps(g))
+    assert first["innerWidth"] == WIDTH
+    # the first screen shows the leaderboard: its heading and the whole table
+    assert 0 < first["boardTop"] < first["boardBottom"] < HEIGHT
+    # no sideways scrolling, no table wider than the page or its container, details opened or not
+    for m in (first, opened):
+        assert m["scrollWidth"] <= m["innerWidth"], m
+        assert 0 < m["tableRight"] <= m["clientWidth"], m
+        assert m["tableOverflow"] <= 0.5, m
+    # the page is ordered: the answer first, provenance last
+    html = open(path, encoding="utf-8").read()
+    order = [html.index(f'id="{i}"') for i in ("summary", "means", "significance", "calibration", "distributions",
+                                               "breakdowns", "worst", "judges", "errors", "provenance")]
+    assert order == sorted(order)
+    assert len(re.findall(r'<table class="means', html)) >= 4  # 28 metrics, at most 8 per table

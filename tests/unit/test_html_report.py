@@ -1,17 +1,23 @@
-"""The HTML report's templates: the significance section rendered from a hand-written
-summary.json block (significant and not, the better model first, catalog labels and
-decimals, escaped model ids), and the template environment (autoescape, every template
-compiles). The report's other sections: tests/unit/test_plots.py and, in a browser,
+"""The HTML report's templates: the page order (the leaderboard first, provenance last and
+collapsed), the leaderboard (ranking order, the mean with its interval, the models each is
+significantly better than), every metric's mean grouped by family in tables of bounded width,
+the breakdowns by answerability and turn, the significance section rendered from a hand-written
+summary.json block (significant and not, the better model first, catalog labels and decimals,
+escaped model ids), a malformed summary rendered as far as it reads, and the template
+environment (autoescape, every template compiles). The calibrated leaderboard:
+tests/unit/test_html_calibration.py; the scan: tests/unit/test_plots.py; in a browser:
 tests/integration/test_report_chromium.py."""
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 
 import pytest
 
 from ragscale.report import html as report
+from ragscale.report.html_context import MEAN_COLUMNS
 
 EVIL = "<script>alert('model')</script>"
 
@@ -113,7 +119,8 @@ def test_significance_escapes_model_ids(tmp_path):
 
 def test_significance_placed_after_the_summary_table(tmp_path):
     text = render(tmp_path, _summary(SIG))
-    assert text.index('id="summary"') < text.index('id="significance"') < text.index('id="distributions"')
+    assert text.index('id="summary"') < text.index('id="means"') < text.index('id="significance"') \
+        < text.index('id="distributions"')
     assert text.index("Hover a cell for its n.") < text.index('id="significance"')
     assert '<a href="#significance">' in text
 
@@ -134,3 +141,198 @@ def test_template_environment_escapes_and_compiles():
     for name in names:
         env.get_template(name)  # each compiles
     assert str(env.from_string("{{ x }}").render(x="<b>&'\"")) == "&lt;b&gt;&amp;&#39;&#34;"
+
+
+# ---------------------------------------------------------------- page order, leaderboard, grouped means
+
+class Tables(HTMLParser):
+    """Each table of a page as (id of the nearest h2/h3 before it, rows of cell texts: all the text of a
+    cell, spans included, whitespace collapsed)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[tuple[str | None, list[list[str]]]] = []
+        self.heading: str | None = None
+        self.cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("h2", "h3") and a.get("id"):
+            self.heading = a["id"]
+        elif tag == "table":
+            self.tables.append((self.heading, []))
+        elif tag == "tr":
+            self.tables[-1][1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self.cell is not None:
+            self.tables[-1][1][-1].append(" ".join("".join(self.cell).split()))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+    def under(self, heading: str) -> list[list[list[str]]]:
+        return [rows for h, rows in self.tables if h == heading]
+
+
+RUN = {"status": "ok", "ragscale_version": "0.1.0", "config": {"scenario_name": "trec", "steps": ["trec"]},
+       "versions": {"ragscale": "0.1.0"}}
+
+
+def test_page_order_answer_first_provenance_last_and_collapsed(tmp_path):
+    sink = report.HtmlSink(str(tmp_path), ["hhem", "Length"])
+    for i in range(4):
+        sink.add({"model_id": "m", "query": "q", "metrics": {"hhem": 0.2 * i, "Length": 3.0}, "error": None,
+                  "ragscale": {"record_key": f"r{i}"}})
+    text = open(sink.finish(_summary(SIG), RUN, str(tmp_path / "r.html")), encoding="utf-8").read()
+    ids = ["summary", "means", "significance", "distributions", "worst", "judges", "errors", "provenance"]
+    at = [text.index(f'id="{i}"') for i in ids]
+    assert at == sorted(at)
+    nav = re.search(r"<nav>(.*?)</nav>", text, re.S).group(1)
+    assert re.findall(r'href="#([\w-]+)"', nav) == ids
+    # one line under the title; the provenance table only inside a closed <details> after the answer
+    assert re.search(r'<h1>ragscale report: [^<]+</h1>\n<p class="sub"><span class="ok">ok</span> · 3 models · '
+                     r"\d+ records · ranked by the mean of hhem \(higher is better\)</p>", text)
+    details = text.index("<details><summary>run: status, scenario")
+    assert text.index('id="summary"') < text.index('id="provenance"') < details
+    assert text.index('<table class="kv">') > details and "<details open" not in text
+    assert "The run failed" not in text
+
+
+def test_a_failed_run_says_so_up_top(tmp_path):
+    run = {**RUN, "status": "failed", "failure": "judge engine <crashed>", "records": {"missing": 3}}
+    text = render_run(tmp_path, _summary(None), run)
+    assert text.index('<p class="warn">The run failed: judge engine &lt;crashed&gt;</p>') < text.index('id="summary"')
+    run = {**RUN, "status": "failed", "failure": None, "records": {"in": 5, "missing": 3}}
+    assert '<p class="warn">The run failed: in: 5; missing: 3</p>' in render_run(tmp_path, _summary(None), run)
+
+
+def render_run(tmp_path, summary: dict | None, run: dict | None) -> str:
+    sink = report.HtmlSink(str(tmp_path), ["hhem", "Length"])
+    return open(sink.finish(summary, run, str(tmp_path / "r.html")), encoding="utf-8").read()
+
+
+def test_leaderboard_ranks_with_intervals_and_significance(tmp_path):
+    summary = _summary(SIG)
+    sink = report.HtmlSink(str(tmp_path), ["hhem", "Length"])
+    for model, low in (("model-A", 0.45), ("model-B", 0.15), (EVIL, 0.3)):
+        summary["models"][model]["metrics"]["hhem"] = low + 0.25
+        for i in range(6):
+            sink.add({"model_id": model, "metrics": {"hhem": low + 0.1 * i, "Length": 10.0}, "error": None,
+                      "ragscale": {"record_key": f"{model}-{i}"}})
+    page = Tables(open(sink.finish(summary, None, str(tmp_path / "r.html")), encoding="utf-8").read())
+    (board,) = page.under("summary")
+    assert board[0] == ["#", "model", "records", "errors", "hhem [95%]", "significantly better than"]
+    # ranking order; summary.json's mean in the catalog's decimals with the t-interval of the records' values
+    # (6 values 0.1 apart: sd 0.1871, t(0.975, 5) = 2.5706, half-width 0.1963)
+    assert [r[:4] for r in board[1:]] == [["1", "model-A", "30", "0"], ["2", EVIL, "30", "0"],
+                                          ["3", "model-B", "30", "0"]]
+    assert [r[4] for r in board[1:]] == ["0.7000 [0.5037, 0.8963]", "0.5500 [0.3537, 0.7463]",
+                                         "0.4000 [0.2037, 0.5963]"]
+    assert [r[5] for r in board[1:]] == ["model-B", "model-B", "—"]  # SIG: A > B and EVIL > B on hhem
+
+
+def test_no_significance_column_without_comparisons_of_the_ranking_metric(tmp_path):
+    page = Tables(render(tmp_path, _summary({"metrics": {"Length": SIG["metrics"]["Length"]}})))
+    (board,) = page.under("summary")
+    assert board[0] == ["#", "model", "records", "errors", "hhem [95%]"]
+
+
+def test_summary_missing_leaderboard_from_the_records(tmp_path):
+    text = render(tmp_path, None)
+    assert "summary.json is missing: means computed from records.jsonl." in text
+    page = Tables(text)
+    (board,) = page.under("summary")
+    assert [r[1] for r in board[1:]] == sorted(["model-A", "model-B", EVIL])  # a tie: by name
+    assert all(r[0] == "1" and r[2] == "6" and r[4] == "0.2500 [0.0537, 0.4463]" for r in board[1:])
+    (means,) = page.under("means")
+    assert means[1] == ["model", "hhem", "Length"] and means[2][1:] == ["0.2500", "12.5"]
+
+
+def wide_summary(models: list[str], metrics: list[str]) -> dict:
+    blocks = {m: {"count": 10, "errors": 0, "metrics": {k: 0.1 * (i + 1) for k in metrics},
+                  "n": {k: 10 for k in metrics}} for i, m in enumerate(models)}
+    return {"reduction": "test", "metrics": metrics, "models": blocks,
+            "overall": {"count": 10 * len(models), "errors": 0, "metrics": {k: 0.5 for k in metrics},
+                        "n": {k: 10 * len(models) for k in metrics}}}
+
+
+WIDE = ["Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "BertKPrec", "Extractiveness_RougeL", "Length",
+        "RB_agg", "RB_llm", "RL_F", "HMean", "nuggets_all", "nuggets_vital", "nuggets_weighted", "nuggets_strict_all",
+        "nuggets_strict_vital", "nuggets_strict_weighted", "nuggets_assignment_mean", "nuggets_count",
+        "citation_precision", "citation_recall", "citation_f1", "hhem", "umbrela_mean", "my_own_metric"]
+
+
+def test_means_grouped_by_family_in_tables_of_bounded_width(tmp_path):
+    models = ["m1", "m2", "m3"]
+    sink = report.HtmlSink(str(tmp_path), WIDE)
+    for m in models:
+        sink.add({"model_id": m, "metrics": {k: 0.5 for k in WIDE}, "error": None, "ragscale": {"record_key": m}})
+    text = open(sink.finish(wide_summary(models, WIDE), None, str(tmp_path / "r.html")), encoding="utf-8").read()
+    tables = Tables(text).under("means")
+    assert len(tables) >= 4
+    seen = []
+    for families, head, *rows in tables:
+        assert head[0] == "model" and 1 <= len(head) - 1 <= MEAN_COLUMNS
+        assert [r[0] for r in rows] == ["m3", "m2", "m1", "ALL models"]  # ranked by RB_agg (the headline)
+        seen += head[1:]
+    assert seen[:8] == WIDE[:8]  # the catalog's families in the run's order: algorithmic first
+    assert sorted(seen) == sorted(WIDE)  # every metric once
+    assert any("other" in t[0] and "my_own_metric" in t[1] for t in tables)  # not in the catalog
+    # a header cell per family spanning its columns; the 8 nuggets metrics do not fit one table: split evenly
+    spans = re.findall(r'<table class="means small"><tr><th class="corner"></th>(.*?)</tr>', text)
+    assert spans[0] == '<th class="family" colspan="8">algorithmic</th>'
+    assert re.findall(r'colspan="(\d+)">nuggets<', "".join(spans)) == ["4", "4"]
+    assert 'class="wide"' not in text and "overflow-x" not in text  # no sideways scrolling
+
+
+def breakdown_summary() -> dict:
+    def cell(mean: float, n: int, acc: float | None = None) -> dict:
+        return {"count": n, "errors": 0, "metrics": {"RB_agg": mean}, "n": {"RB_agg": n},
+                "answerability_accuracy": acc, "answerability_n": n if acc is not None else 0}
+
+    models = {}
+    for model, base in (("small", 0.3), ("big", 0.6)):
+        models[model] = {**cell(base, 10, 0.5), "by_answerability": {"ANSWERABLE": cell(base + 0.1, 6, 1.0),
+                                                                     "UNANSWERABLE": cell(base - 0.1, 4, 0.25)},
+                         "by_turn": {"1": cell(base + 0.05, 4), ">1": cell(base - 0.05, 6)}}
+    return {"reduction": "test", "metrics": ["RB_agg"], "models": models, "overall": None}
+
+
+def test_breakdowns_by_answerability_and_turn(tmp_path):
+    sink = report.HtmlSink(str(tmp_path), ["RB_agg"])
+    text = open(sink.finish(breakdown_summary(), None, str(tmp_path / "r.html")), encoding="utf-8").read()
+    assert text.index('id="distributions"') < text.index('id="breakdowns"') < text.index('id="worst"')
+    assert '<h2 id="breakdowns">By answerability and by turn</h2>' in text and "By answerability class" not in text
+    tables = [rows for h, rows in Tables(text).tables if h == "breakdowns"]
+    head = ["#", "model", "All", "ANSWERABLE", "UNANSWERABLE", "Turn 1", "Turn >1"]
+    assert tables[0] == [head, ["1", "big", "0.6000 (10)", "0.7000 (6)", "0.5000 (4)", "0.6500 (4)", "0.5500 (6)"],
+                         ["2", "small", "0.3000 (10)", "0.4000 (6)", "0.2000 (4)", "0.3500 (4)", "0.2500 (6)"]]
+    assert tables[1][1] == ["1", "big", "0.5000 (10)", "1.0000 (6)", "0.2500 (4)", "– (0)", "– (0)"]  # AnsAcc
+    assert len(tables) == 2
+
+
+def test_worst_records_metrics_wrap_as_a_list(tmp_path):
+    sink = report.HtmlSink(str(tmp_path), WIDE)
+    sink.add({"model_id": "m", "metrics": {k: 0.5 for k in WIDE}, "error": None, "ragscale": {"record_key": "r"}})
+    text = open(sink.finish(None, None, str(tmp_path / "r.html")), encoding="utf-8").read()
+    card = text[text.index('<h3 id="worst-0">'):]
+    card = card[:card.index("</div>\n", card.index('<dl class="mvals">'))]
+    assert '<div class="hl"><dt>Recall</dt><dd>0.5000</dd></div>' in card
+    assert card.count("<dt>") == len(WIDE) and "<table" not in card[card.index("<h4>Metrics</h4>"):]
+
+
+@pytest.mark.parametrize("bad", [
+    {"models": {"a": None, "b": {"metrics": "x", "n": None, "count": "3"}}, "metrics": ["hhem"]},
+    {"models": {"a": {"metrics": {"hhem": "high"}, "by_answerability": {"X": 3}, "by_turn": []}}, "metrics": "hhem"},
+    {"models": {"a": {"metrics": {"hhem": 0.5}}}, "metrics": ["hhem"], "overall": 3, "significance": {"metrics": 1},
+     "calibration": {"ranked_by": "hhem", "metrics": {"hhem": {"models": {"a": {"calibrated": {"mean": "x"}}}}}}},
+])
+def test_a_malformed_summary_renders(tmp_path, bad):
+    text = render(tmp_path, json.loads(json.dumps(bad)))
+    assert '<h2 id="summary">' in text and 'id="provenance"' in text
