@@ -14,15 +14,14 @@ import sys
 from typing import Sequence
 
 from ragscale.errors import OneLineParser, UserError
+from ragscale.report.agreement_io import HUMAN_FILE_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m ragscale.agree",
                 description="Agreement between a ragscale run's metrics and human ratings or labels.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="ragscale output_dir holding records.jsonl")
-    p.add_argument("--human", required=True, metavar="FILE",
-                   help="human ratings: MT-RAG human-evaluation JSON, or JSONL/CSV with task_id [model_id] "
-                        "(or record_key, or query_id + query_run) and one column per metric")
+    p.add_argument("--human", required=True, metavar="FILE", help=HUMAN_FILE_HELP)
     p.add_argument("--pair", action="append", default=[], metavar="HUMAN=METRIC",
                    help="compare human metric HUMAN with run metric METRIC (repeatable); default: same names")
     p.add_argument("--output", "-o", default=None, help="output folder (default RUN_DIR/agreement)")

@@ -17,15 +17,14 @@ import sys
 from typing import Sequence
 
 from ragscale.errors import OneLineParser, UserError
+from ragscale.report.agreement_io import HUMAN_FILE_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="ragscale calibrate",
                       description="Human-calibrated (prediction-powered, PPI++) estimates of a run's model means.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="ragscale output_dir holding records.jsonl and summary.json")
-    p.add_argument("--human", required=True, metavar="FILE",
-                   help="human labels: MT-RAG human-evaluation JSON, or JSONL/CSV with task_id [model_id] "
-                        "(or record_key, or query_id + query_run) and one column per human metric")
+    p.add_argument("--human", required=True, metavar="FILE", help=HUMAN_FILE_HELP)
     p.add_argument("--pair", action="append", default=[], metavar="HUMAN=METRIC",
                    help="calibrate run metric METRIC with human metric HUMAN (repeatable); default: same names")
     p.add_argument("--map", action="append", default=[], metavar="HUMAN=SPEC",

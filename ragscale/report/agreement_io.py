@@ -21,6 +21,8 @@ from ragscale.errors import UserError
 from ragscale.report.agreement_stats import STATS
 
 ALL = "ALL"  # the group of every model's records together
+HUMAN_FILE_HELP = ("human ratings or labels: MT-RAG human-evaluation JSON, or JSONL/CSV with task_id [model_id] "
+                   "(or record_key, or query_id + query_run) and one column per human metric")
 _ID_COLUMNS = ("task_id", "model_id", "record_key", "query_id", "query_run")
 _ANNOTATOR_COLUMNS = ("annotator", "annotator_id", "rater", "rater_id")
 _PSEUDO_ANNOTATORS = ("system", "composite")

@@ -367,8 +367,8 @@ class CalibrationSink:
     def _comparisons(self, block: dict, summary: dict, s: Any) -> dict:
         """Calibrated differences between models (the significance design and correction): PPI++
         on the per-task difference over the tasks both models have judged, labelled where both are."""
-        from ragscale.report.leaderboard import higher_is_better, standings
-        from ragscale.report.significance_stats import adjust
+        from ragscale.report.leaderboard import standings
+        from ragscale.report.significance import decide
 
         order = [model for _, model, _ in standings(dict(summary, calibration=block))]
         if len(order) < 2:
@@ -395,13 +395,7 @@ class CalibrationSink:
                     entry["diff"], entry["ci"], entry["p"] = difference(
                         (ha - hc)[lab], (ja - jc)[lab], (ja - jc)[judged & ~lab], float(self.settings.confidence))
                 entries.append(entry)
-            tested = [e for e in entries if e["p"] is not None]
-            for e, q in zip(tested, adjust([e["p"] for e in tested], s.correction)):
-                e["p_adjusted"] = q
-                e["significant"] = bool(q <= s.alpha)
-                up = higher_is_better(metric)
-                if e["significant"] and up is not None and e["diff"] != 0:
-                    e["better"] = e["a"] if (e["diff"] > 0) == up else e["b"]
+            decide(metric, entries, s)
             out[metric] = entries
         return {"comparisons": out, "alpha": s.alpha, "correction": s.correction,
                 "design": "all-pairs" if all_pairs else "vs-leader"}

@@ -132,8 +132,6 @@ class PairedValues:
 def compare(order: Sequence[str], values: PairedValues, settings: Any) -> dict | None:
     """The significance block for the models in ``order`` (best first: the leaderboard's ranking), or
     None with fewer than 2 models or nothing to compare."""
-    from ragscale.report.leaderboard import higher_is_better
-
     if len(order) < 2:
         return None
     metrics = [m for m in values.metrics if any((model, m) in values.cols for model in order)]
@@ -160,14 +158,23 @@ def compare(order: Sequence[str], values: PairedValues, settings: Any) -> dict |
     for (entry, _), (lo, hi, p) in zip(queued, results):
         entry["ci"], entry["p"] = [lo, hi], p
     for metric, entries in block["metrics"].items():
-        tested = [e for e in entries if e["p"] is not None]
-        for e, q in zip(tested, adjust([e["p"] for e in tested], settings.correction)):
-            e["p_adjusted"] = q
-            e["significant"] = bool(q <= settings.alpha)
-            up = higher_is_better(metric)
-            if e["significant"] and up is not None and e["diff"] != 0:
-                e["better"] = e["a"] if (e["diff"] > 0) == up else e["b"]
+        decide(metric, entries, settings)
     return block
+
+
+def decide(metric: str, entries: list[dict], settings: Any) -> None:
+    """Adjust the tested entries' p-values of one metric together (``settings.correction``) and set
+    ``p_adjusted``, ``significant`` (adjusted p <= ``settings.alpha``) and ``better`` (the model the
+    metric's direction favours)."""
+    from ragscale.report.leaderboard import higher_is_better
+
+    tested = [e for e in entries if e["p"] is not None]
+    up = higher_is_better(metric)
+    for e, q in zip(tested, adjust([e["p"] for e in tested], settings.correction)):
+        e["p_adjusted"] = q
+        e["significant"] = bool(q <= settings.alpha)
+        if e["significant"] and up is not None and e["diff"] != 0:
+            e["better"] = e["a"] if (e["diff"] > 0) == up else e["b"]
 
 
 def _entry(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> dict:
