@@ -7,9 +7,13 @@ import os
 
 import pytest
 
-from conftest import ROOT, reference_source
+from conftest import ROOT, reference_source, unavailable
 
 pytestmark = pytest.mark.integration
+try:
+    import ppi_py  # noqa: F401
+except ImportError:  # the `calibrate` extra, which `make test` installs
+    unavailable("ppi-python not installed (pip install 'ragscale[calibrate]')")
 HUMAN = "mtrag-human/evaluations/reference_subset_with_human_evaluations.json"
 
 
