@@ -51,6 +51,15 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture
+def needs_ppi() -> None:
+    """ppi-python (the `calibrate` extra, which `make test` installs), for the calibration tests."""
+    try:
+        import ppi_py  # noqa: F401
+    except ImportError:
+        unavailable("ppi-python not installed (pip install 'ragscale[calibrate]')")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """List the conformance tests that did not run, each with what would run it."""
     skipped = []

@@ -11,14 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, unavailable
+from conftest import ROOT
 from readback import check_report_summary
 
-pytestmark = pytest.mark.integration
-try:
-    import ppi_py  # noqa: F401
-except ImportError:  # the `calibrate` extra, which `make test` installs
-    unavailable("ppi-python not installed (pip install 'ragscale[calibrate]')")
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("needs_ppi")]
+
 SAMPLE = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
 LABELLED = 7  # tasks labelled per model (of 10)
 

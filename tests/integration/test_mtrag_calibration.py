@@ -7,13 +7,10 @@ import os
 
 import pytest
 
-from conftest import ROOT, reference_source, unavailable
+from conftest import ROOT, reference_source
 
-pytestmark = pytest.mark.integration
-try:
-    import ppi_py  # noqa: F401
-except ImportError:  # the `calibrate` extra, which `make test` installs
-    unavailable("ppi-python not installed (pip install 'ragscale[calibrate]')")
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("needs_ppi")]
+
 HUMAN = "mtrag-human/evaluations/reference_subset_with_human_evaluations.json"
 
 

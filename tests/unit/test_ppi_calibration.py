@@ -10,17 +10,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import unavailable
 from ragscale.config import CalibrationConf, SignificanceConf
 from ragscale.errors import UserError
+from ragscale.report import calibration as cal
+from ragscale.report.leaderboard import format_markdown, ranking, standings
 
-try:
-    import ppi_py  # noqa: F401
-except ImportError:  # the `calibrate` extra, which `make test` installs
-    unavailable("ppi-python not installed (pip install 'ragscale[calibrate]')")
-
-from ragscale.report import calibration as cal  # noqa: E402
-from ragscale.report.leaderboard import format_markdown, ranking, standings  # noqa: E402
+pytestmark = pytest.mark.usefixtures("needs_ppi")
 
 
 # ---------------------------------------------------------------- the estimator
