@@ -58,6 +58,9 @@ class JudgeConf:
     seed: int = 0
     max_retries: int = 1
     cache_path: Optional[str] = ".ragscale_cache/judge.sqlite"
+    # constrained: ragscale's schema-constrained prompts (right for small local models);
+    # reference: each judge's prompts, sampling and parsing as its reference does them
+    protocol: str = "constrained"
     options: Dict[str, Any] = field(default_factory=dict)  # engine-specific (actors/engines/*.OPTIONS)
 
 

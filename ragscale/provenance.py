@@ -50,6 +50,7 @@ def judge_work(stats: dict) -> dict | None:
 
 def models_info(plan: Any, cfg: Any) -> dict:
     """run.json's ``models``: the encoder, judge, HHEM and judge panel the run used."""
+    from ragscale.actors.judge import protocols_used
     from ragscale.judges import JUDGES
 
     enc = plan.encoder_conf
@@ -63,7 +64,8 @@ def models_info(plan: Any, cfg: Any) -> dict:
         "judge": {
             "name": plan.judge_conf["name"], "engine": plan.judge_conf["engine"], "model": plan.judge_conf["model"],
             "local_path": judge["engine"].get("model_path"), "engine_options": redact(judge["engine"]),
-            "judges": judge["judges"], "prompt_versions": {j: JUDGES[j].version for j in judge["judges"]},
+            "judges": judge["judges"], "protocol": protocols_used(judge),
+            "prompt_versions": {j: JUDGES[j].version_for(judge.get("protocol", "constrained")) for j in judge["judges"]},
             "cache_path": judge["cache_path"],
         } if "judge" in plan.stages else None,
         "hallucination": ({"model": cfg.hallucination.model, "tokenizer": cfg.hallucination.tokenizer,
@@ -72,7 +74,7 @@ def models_info(plan: Any, cfg: Any) -> dict:
                           if "nli" in plan.stages else None),
         "judge_panel": [
             {"name": c["name"], "engine": c["engine"], "model": c["model"], "judges": k["judges"],
-             "engine_options": redact(k["engine"]), "reduction": "median"}
+             "protocol": protocols_used(k), "engine_options": redact(k["engine"]), "reduction": "median"}
             for c, k in zip(plan.panel_confs, plan.panel_kwargs)
         ] or None,
     }

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.actors.engines import build
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
-from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
+from ragscale.judges.base import PROTOCOLS, Failed, JudgeParseError, JudgePrompt, JudgeResult, Undefined, cache_key
 from ragscale.record import add_judge_errors, input_view
 
 _COUNTERS = ("prompts", "cache_hits", "dedup_hits", "generations", "retries", "parse_failures", "engine_errors",
@@ -76,13 +76,15 @@ def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) ->
             raise UserError(f"judge_panel: judge names must be unique, got {names}")
         panel_kwargs = [{"engine": resolve_engine(c, pool), "judges": on_panel, "tag": c["name"],
                          "cache_path": os.path.abspath(c["cache_path"]) if c["cache_path"] else None,
-                         "max_retries": c["max_retries"]} for c in panel]
+                         "max_retries": c["max_retries"], "protocol": _protocol(c, f"judge_panel[{c['name']}]")}
+                        for c in panel]
     j = OmegaConf.to_container(cfg.judge, resolve=True)
     kwargs: dict[str, Any] = {
         "engine": resolve_engine(j, pool),
         "judges": [n for n in judged if n not in on_panel],
         "cache_path": os.path.abspath(j["cache_path"]) if j["cache_path"] else None,
         "max_retries": j["max_retries"],
+        "protocol": _protocol(j, "judge"),
     }
     k = cfg.taxonomy.k
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
@@ -92,6 +94,24 @@ def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) ->
         kwargs["options"] = options
     return {"judge_kwargs": kwargs, "panel_confs": tuple(panel), "panel_kwargs": tuple(panel_kwargs),
             "needs_derive": bool(on_panel)}
+
+
+def _protocol(conf: Mapping[str, Any], where: str) -> str:
+    """A judge config's ``protocol``, checked (a one-line UserError names the choices)."""
+    from ragscale.errors import UserError, did_you_mean
+
+    p = conf.get("protocol") or "constrained"
+    if p not in PROTOCOLS:
+        raise UserError(f"{where}.protocol: unknown judging protocol {p!r}{did_you_mean(str(p), PROTOCOLS)}; "
+                        f"protocols are {', '.join(PROTOCOLS)} (docs/metrics.md, Judging protocols)")
+    return p
+
+
+def protocols_used(kwargs: Mapping[str, Any]) -> dict[str, str]:
+    """run.json: the protocol each judge of a JudgeActor's kwargs runs under (a judge without a
+    reference protocol runs ``constrained`` whatever was asked)."""
+    asked = kwargs.get("protocol", "constrained")
+    return {j: JUDGES[j].protocol(asked) for j in kwargs["judges"]}
 
 
 class JudgeActor:
@@ -104,7 +124,9 @@ class JudgeActor:
     the reason and the raw text. A metric that is undefined for a record (e.g. RL_F with
     no passages) is ``null`` with its reason in ``judge_errors`` marked ``undefined``.
     ``tag`` (judge panels) writes metrics as ``<metric>@<tag>``. ``options`` (judge name ->
-    keyword arguments) configures a judge's start, e.g. the taxonomy's top-K.
+    keyword arguments) configures a judge's start, e.g. the taxonomy's top-K. ``protocol``
+    (``constrained`` | ``reference``) chooses how the judges that have a reference protocol
+    render and parse (ragscale/judges/base.py ``PROTOCOLS``).
 
     ``progress`` (set by the pipeline) is called as ``progress(key, done=, total=, label=)``
     while a batch is judged: each round's prompts (``round <n>``, labelled with its judges),
@@ -114,7 +136,8 @@ class JudgeActor:
     progress: Callable[..., None] | None = None
 
     def __init__(self, engine: Mapping[str, Any], judges: Sequence[str], cache_path: str | None,
-                 max_retries: int = 1, tag: str | None = None, options: Mapping[str, Mapping[str, Any]] | None = None):
+                 max_retries: int = 1, tag: str | None = None, options: Mapping[str, Mapping[str, Any]] | None = None,
+                 protocol: str = "constrained"):
         self.engine = build(engine)
         self.engine_name = self.engine.name
         self.model_name = self.engine.model
@@ -123,6 +146,8 @@ class JudgeActor:
         self.max_retries = int(max_retries)
         self.tag = tag
         self.options = {k: dict(v) for k, v in (options or {}).items()}
+        for spec in self.judges:  # the protocol and the judge model's name (UMBRELA picks its prompt by it)
+            self.options.setdefault(spec.name, {}).update(spec.options(protocol, self.model_name))
         self._round, self._round_key = 0, "round 0"
         self.cache = None
         if cache_path:

@@ -8,18 +8,28 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Union
 
 
+# The judging protocols (docs/metrics.md, "Judging protocols"): ``constrained`` (the default)
+# renders ragscale's schema-constrained prompts; ``reference`` renders each judge as its
+# reference does (messages, free-text output, sampling) and parses with the reference's rules.
+PROTOCOLS = ("constrained", "reference")
+
+
 @dataclass(frozen=True)
 class JudgePrompt:
-    """One generation request: chat messages plus the JSON schema that constrains the output."""
+    """One generation request: chat messages plus the JSON schema that constrains the output
+    (``None``: free text, as the references' own prompts ask for it)."""
 
     judge: str
     version: str
     messages: tuple[dict, ...]
-    schema: dict = field(hash=False)
+    schema: dict | None = field(hash=False)
     max_tokens: int = 256
-    # (temperature, seed) of this prompt's first attempt, for judges that draw several samples
-    # of one prompt (ragas' answer relevancy: n generations at temperature 0.3); None = greedy
+    # (temperature, seed) of this prompt's first attempt: a reference's own sampling (MT-RAG's
+    # seed 100), or one of several samples of one prompt (ragas' answer relevancy: n
+    # generations at temperature 0.3); None = greedy with seed 0
     sampling: tuple[float, int] | None = None
+    # further sampling parameters sent on every attempt, e.g. (("presence_penalty", 0.5),)
+    params: tuple[tuple[str, float], ...] = ()
 
     def text(self) -> str:
         """The rendered prompt as one string (for cache keys and prefix ordering)."""
@@ -48,6 +58,8 @@ def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, 
             "schema": prompt.schema,
             "max_tokens": prompt.max_tokens,
             "sampling": sampling,
+            # only when set: the keys of prompts without extra parameters stay as they were
+            **({"params": [list(p) for p in prompt.params]} if prompt.params else {}),
         },
         sort_keys=True,
     )
@@ -150,7 +162,23 @@ class JudgeSpec:
     start: Callable[..., JudgeRun]  # (raw input object, pipeline row, **the actor's options for it) -> judge run
     metrics: tuple[str, ...] = ()  # every metric the judge fills (default: ``metric``)
     after: tuple[str, ...] = ()  # judges whose metrics it reads from the row (run first)
+    # the prompt version of the ``reference`` protocol; None: the judge has none (ragscale's
+    # own judges), it runs ``constrained`` whatever the run asks. A judge that has one takes
+    # ``protocol=`` and ``model=`` (the judge model's name) in ``start``.
+    reference_version: str | None = None
 
     def __post_init__(self) -> None:
         if not self.metrics:
             object.__setattr__(self, "metrics", (self.metric,))
+
+    def protocol(self, asked: str) -> str:
+        """The protocol this judge runs when the run asks for ``asked``."""
+        return "reference" if asked == "reference" and self.reference_version else "constrained"
+
+    def version_for(self, asked: str) -> str:
+        """The prompt version under the protocol asked for (run.json's prompt_versions)."""
+        return self.reference_version if self.protocol(asked) == "reference" else self.version  # type: ignore[return-value]
+
+    def options(self, asked: str, model: str) -> dict[str, Any]:
+        """The protocol keyword arguments of ``start``: none for a judge without a reference protocol."""
+        return {"protocol": self.protocol(asked), "model": model} if self.reference_version else {}

@@ -69,10 +69,12 @@ class Engine:
             p = prompts[i]
             r = self.llm.create_chat_completion(
                 messages=safe_messages(p.messages),
-                response_format={"type": "json_object", "schema": p.schema},
+                # no schema: free text, as a reference protocol's prompt asks for it
+                response_format={"type": "json_object", "schema": p.schema} if p.schema is not None else None,
                 temperature=temperature,
                 max_tokens=p.max_tokens,
                 seed=self.seed if seed is None else seed,
+                **dict(p.params),  # presence_penalty, top_p: llama.cpp takes them under these names
             )
             usage = r.get("usage") or {}
             out[i] = Generation(r["choices"][0]["message"].get("content") or "", usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))

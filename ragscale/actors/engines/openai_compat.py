@@ -285,6 +285,8 @@ class Engine(RetryingHTTP):
     # -- request building -------------------------------------------------------------
 
     def _format(self, prompt: JudgePrompt, mode: str) -> dict | None:
+        if prompt.schema is None:  # free text, as a reference protocol's prompt asks for it
+            return None
         if mode == "json_schema":
             schema = strict_schema(prompt.schema) if self.strict else prompt.schema
             name = re.sub(r"[^A-Za-z0-9_-]", "_", prompt.judge)[:64] or "judgement"
@@ -302,6 +304,7 @@ class Engine(RetryingHTTP):
             "temperature": temperature,
             self.max_tokens_param: prompt.max_tokens,
             "seed": seed,
+            **dict(prompt.params),  # presence_penalty, top_p
         }
         rf = self._format(prompt, mode)
         if rf is not None:

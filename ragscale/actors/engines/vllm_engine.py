@@ -273,7 +273,9 @@ class Engine:
 
         return SamplingParams(
             temperature=temperature, seed=seed, max_tokens=p.max_tokens,
-            structured_outputs=StructuredOutputsParams(json=p.schema),
+            # no schema: free text, as a reference protocol's prompt asks for it
+            structured_outputs=StructuredOutputsParams(json=p.schema) if p.schema is not None else None,
+            **dict(p.params),  # presence_penalty, top_p
         )
 
     def _chat(self, prompts: Sequence[JudgePrompt], params: list,
