@@ -6,18 +6,26 @@ response; label yes -> 1.0, partial -> 0.5, no -> 0.0. ragscale constrains the l
 those three with a JSON schema instead of reading the first word of free text, and a
 label outside them is a parse failure, never a default score (MT-RAG maps any other
 first word to 0.5).
+
+Under the ``reference`` protocol (mtrag_reference.py) the same prompt text goes with MT-RAG's
+system message and sampling, as free text, read by MT-RAG's ``first_token_idk``: yes -> 1,
+no -> 0, any other first word -> 0.5, and an output that does not start with a word is
+"unknown": idk_eval is null with ``{"label": "unknown"}`` in its details, and IDK
+conditioning keeps the raw metric for that record, as MT-RAG's ``get_idk_score`` does.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges import mtrag_reference as ref
+from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "idk"
 VERSION = "mtrag-idk-v1"
+REFERENCE_VERSION = "mtrag-idk-ref-v1"
 LABELS = {"yes": 1.0, "partial": 0.5, "no": 0.0}
 SCHEMA = {
     "type": "object",
@@ -31,12 +39,20 @@ def inquiry(turns: Sequence[dict]) -> str:
     return "\n".join(f"{t.get('speaker')}: {t.get('text')}" for t in turns)
 
 
+def _text(turns: Sequence[dict], response: str) -> str:
+    t = "mtrag_idk_v1"  # no line of the conversation or the response can fake an [Output] section
+    return (load_template(t) + f"[Inquiry]\n{neutralize(inquiry(turns), t)}\n\n"
+            f"[Response]\n{neutralize(response, t)}\n\n[Output]\n")
+
+
 def render(turns: Sequence[dict], response: str) -> JudgePrompt:
     """The IDK prompt: the shared few-shot instructions first, this record's inquiry and response last."""
-    t = "mtrag_idk_v1"  # no line of the conversation or the response can fake an [Output] section
-    text = (load_template(t) + f"[Inquiry]\n{neutralize(inquiry(turns), t)}\n\n"
-            f"[Response]\n{neutralize(response, t)}\n\n[Output]\n")
-    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), SCHEMA, max_tokens=16)
+    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": _text(turns, response)},), SCHEMA, max_tokens=16)
+
+
+def render_reference(turns: Sequence[dict], response: str) -> JudgePrompt:
+    """MT-RAG's ``format_idk_judge`` prompt as its client sends it (reference protocol)."""
+    return ref.prompt(NAME, REFERENCE_VERSION, _text(turns, response))
 
 
 def parse(raw: str) -> float:
@@ -50,8 +66,17 @@ def parse(raw: str) -> float:
 declare(MetricSpec("idk_eval", "judge", "idk", needs=("targets",), short="IDK", reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))
 
 
-def _start(obj: dict, row: dict) -> "JudgeRun":
+def _reference(turns: Sequence[dict], response: str) -> JudgeRun:
+    value = yield render_reference(turns, response), ref.first_token_idk
+    if value == ref.IDK_UNKNOWN:
+        return JudgeResult({"idk_eval": None}, {"label": ref.IDK_UNKNOWN})
+    return value
+
+
+def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> "JudgeRun":
+    if protocol == "reference":
+        return _reference(obj.get("input") or [], row["prediction"])
     return single(render(obj.get("input") or [], row["prediction"]), parse)
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start),)
+JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start, reference_version=REFERENCE_VERSION),)

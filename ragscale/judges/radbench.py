@@ -11,18 +11,28 @@ and the response last, for prefix caching; the rating is constrained by a JSON s
 to the strings "1".."10" (an enum: grammars do not enforce integer ranges) after a
 bounded explanation, instead of regex-scraped from free text, and an unusable output is
 a parse failure rather than MT-RAG's default of 0.5.
+
+Under the ``reference`` protocol (mtrag_reference.py) the prompt is MT-RAG's, section for
+section (the response before the documents; "a detailed justification" and a
+"Rating: [[rating]]" line), with its previous conversation and current question cut by
+``split_conversation`` per physical line, sent with MT-RAG's system message and sampling
+(max_tokens 400) as free text, and read by ``extract_rating`` (the last matching pattern
+wins, 0.5 by default). A conversation ``split_conversation`` cannot cut (no "user: " line;
+the reference raises) leaves RB_llm null with that reason.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges import mtrag_reference as ref
+from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, Undefined, load_json_object
 from ragscale.judges.templates import neutralize
 from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "radbench"
 VERSION = "mtrag-radbench-v1"
+REFERENCE_VERSION = "mtrag-radbench-ref-v1"
 RATINGS = [str(i) for i in range(1, 11)]
 SCHEMA = {
     "type": "object",
@@ -44,6 +54,35 @@ Your evaluation should assess the faithfulness, appropriateness, and completenes
 
 Begin your evaluation by comparing the assistant's answer against the reference answer in this turn. Be as objective as possible, and provide a short justification for your rating. Then rate the response on a scale of 1 to 10. Answer as JSON: {"explanation": "...", "rating": "<1-10>"}.
 """
+
+
+# MT-RAG's own wording of the instruction's last paragraph (reference protocol)
+_REFERENCE_ASK = (
+    "Begin your evaluation by comparing the assistant's answer against the reference answer in this turn. Be as "
+    "objective as possible, and provide a detailed justification for your rating. After providing your explanation, "
+    'you must rate the response on a scale of 1 to 10, strictly following this format: "Rating: [[rating]]", for '
+    'example: "Rating: [[5]]".\n'
+)
+_SHARED, _CONSTRAINED_ASK = _INSTRUCTIONS.split("Begin your evaluation", 1)
+
+
+def render_reference(turns: Sequence[dict], reference: str, documents: Sequence[str], response: str) -> JudgePrompt:
+    """MT-RAG's ``format_conversation_radbench`` prompt as its client sends it (reference
+    protocol); raises ValueError where MT-RAG's ``split_conversation`` does."""
+    def n(text: str) -> str:
+        return neutralize(text, "radbench")
+
+    previous, question = ref.split_conversation(ref.conversation(turns))
+    docs = "\n\n".join(documents)
+    text = (
+        f"\n{_SHARED}{_REFERENCE_ASK}\n"
+        f"[The Start of Previous Conversation]\n{n(previous)}\n[The End of Previous Conversation]\n\n"
+        f"[The Start of Current Turn Question]\n{n(question)}\n[The End of Current Turn Question]\n\n"
+        f"[The Start of Reference Answer]\n{n(reference)}\n[The End of Reference Answer]\n\n"
+        f"[The Start of Assistant's Answer]\n{n(response)}\n[The End of Assistant's Answer]\n\n"
+        f"[The Start of Document]\n{n(docs)}\n[The End of Document]\n"
+    )
+    return ref.prompt(NAME, REFERENCE_VERSION, text)
 
 
 def render(turns: Sequence[dict], reference: str, documents: Sequence[str], response: str) -> JudgePrompt:
@@ -78,8 +117,17 @@ def parse(raw: str) -> float:
 declare(MetricSpec("RB_llm", "judge", "radbench", needs=("targets",), reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))
 
 
-def _start(obj: dict, row: dict) -> "JudgeRun":
-    return single(render(obj.get("input") or [], row["targets"][0], row["passages"], row["prediction"]), parse)
+def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> "JudgeRun":
+    args = (obj.get("input") or [], row["targets"][0], row["passages"], row["prediction"])
+    return _reference(*args) if protocol == "reference" else single(render(*args), parse)
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, "RB_llm", VERSION, _start),)
+def _reference(turns: Sequence[dict], reference: str, documents: Sequence[str], response: str) -> "JudgeRun":
+    try:
+        prompt = render_reference(turns, reference, documents, response)
+    except ValueError as e:
+        return Undefined(str(e))
+    return (yield prompt, ref.extract_rating)
+
+
+JUDGE_SPECS = (JudgeSpec(NAME, "RB_llm", VERSION, _start, reference_version=REFERENCE_VERSION),)

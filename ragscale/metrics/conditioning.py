@@ -8,13 +8,18 @@ from ragscale.metrics.registry import MetricSpec, declare
 IDK_EXPECTED = ("UNANSWERABLE", "CONVERSATIONAL")
 
 
-def idk_conditioned(answerability: str | None, idk_eval: float | None, value: float | None) -> float | None:
+def idk_conditioned(answerability: str | None, idk_eval: float | None, value: float | None,
+                    unknown: bool = False) -> float | None:
     """The IDK-conditioned version of a metric value.
 
     Unanswerable or conversational: 1 if the response is a full IDK (``idk_eval == 1``),
     else 0. Otherwise a full IDK scores 0 and anything else keeps the metric's value.
-    ``None`` when ``idk_eval`` is missing (the IDK judge failed for the record).
+    ``None`` when ``idk_eval`` is missing (the IDK judge failed for the record), except when
+    it is ``unknown``: MT-RAG's IDK label "unknown" (reference protocol, an output that does
+    not start with a word) matches none of get_idk_score's branches, which keeps the value.
     """
+    if unknown:
+        return value
     if idk_eval is None:
         return None
     if answerability in IDK_EXPECTED:
@@ -25,7 +30,8 @@ def idk_conditioned(answerability: str | None, idk_eval: float | None, value: fl
 
 
 def idk_underspecified_conditioned(
-    answerability: str | None, idk_eval: float | None, underspecified_eval: float | None, value: float | None
+    answerability: str | None, idk_eval: float | None, underspecified_eval: float | None, value: float | None,
+    unknown: bool = False,
 ) -> float | None:
     """MTRAG-UN's ``*_idk_underspecified`` (IBM/mt-rag-benchmark ``get_idk_underspec_score``).
 
@@ -36,7 +42,7 @@ def idk_underspecified_conditioned(
         if underspecified_eval is None:
             return None
         return 1.0 if underspecified_eval == 1 else 0.0
-    return idk_conditioned(answerability, idk_eval, value)
+    return idk_conditioned(answerability, idk_eval, value, unknown)
 
 
 def harmonic_mean(values: "list[float | None]") -> float | None:

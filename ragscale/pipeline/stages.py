@@ -18,6 +18,7 @@ from ragscale.io.expectations import check
 from ragscale.io.inputs import InputFile, Pointer, PointerArray, read_raw
 from ragscale.metrics.aggregate import rb_agg
 from ragscale.metrics.custom import CUSTOM_METRICS, FACT_METRICS, custom_metrics
+from ragscale.judges.mtrag_reference import IDK_UNKNOWN
 from ragscale.metrics.conditioning import CONDITIONED, HMEANS, harmonic_mean, idk_conditioned, idk_underspecified_conditioned
 from ragscale.pipeline.stage import add_stats, to_table
 from ragscale.record import add_judge_errors, error_json, read_record
@@ -139,13 +140,14 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
                     m["RB_agg_zero_denominator"] = [zero]
             first = lambda name: (m.get(name) or [None])[0]  # noqa: E731
             answerability = row["answerability"]
+            unknown = first("idk_eval") is None and _idk_label(row) == IDK_UNKNOWN
             for name, (base, underspecified) in CONDITIONED.items():
                 if name in metrics:
                     if underspecified:
                         out = idk_underspecified_conditioned(
-                            answerability, first("idk_eval"), first("underspecified_eval"), first(base))
+                            answerability, first("idk_eval"), first("underspecified_eval"), first(base), unknown)
                     else:
-                        out = idk_conditioned(answerability, first("idk_eval"), first(base))
+                        out = idk_conditioned(answerability, first("idk_eval"), first(base), unknown)
                     m[name] = None if out is None else [out]
             for name, parts in HMEANS.items():
                 if name in metrics:
@@ -158,6 +160,14 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
         row["metrics"] = json.dumps(m)
     add_stats(rows, time_derive_s=time.perf_counter() - t0)
     return to_table(rows)
+
+
+def _idk_label(row: dict) -> str | None:
+    """The IDK judge's label in the record's details (MT-RAG's "unknown", reference protocol)."""
+    if not row.get("details"):
+        return None
+    d = json.loads(row["details"]).get("idk")
+    return d.get("label") if isinstance(d, dict) else None
 
 
 def retrieval_metrics(m: dict, metrics: Sequence[str]) -> None:

@@ -131,3 +131,15 @@ def test_ties_share_a_rank_and_the_next_rank_skips():
     summary = {"models": {m: {"metrics": {"HMean": v}} for m, v in
                           (("a", 0.9), ("b", 0.8), ("c", 0.8), ("d", 0.7), ("e", None))}}
     assert [(r, m) for r, m, _ in ranked(summary, "HMean")] == [(1, "a"), (2, "b"), (2, "c"), (4, "d"), (None, "e")]
+
+
+def test_mtrag_unknown_idk_label_keeps_the_raw_metric():
+    """reference protocol: MT-RAG's first_token_idk "unknown" (idk_eval null, its label in the
+    details) matches none of get_idk_score's branches: the raw metric is kept, even unanswerable."""
+    unknown = _row("UNANSWERABLE", underspecified_eval=0.0, **BASE)
+    unknown["details"] = json.dumps({"idk": {"label": "unknown"}})
+    failed = _row("UNANSWERABLE", underspecified_eval=0.0, **BASE)
+    failed["details"] = json.dumps({"idk": {"label": "other"}})
+    (u, f) = _derive(unknown, failed)
+    assert (u["RL_F_idk"], u["RB_llm_idk"], u["RL_F_idk_underspecified"]) == (0.8, 0.7, 0.8)
+    assert f["RL_F_idk"] is None and f["RB_llm_idk"] is None
