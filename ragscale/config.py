@@ -138,6 +138,41 @@ class CustomConf:
 
 
 @dataclass
+class ConsistencyConf:
+    """Consistency across repeated runs of a query (open-rag-eval's ConsistencyEvaluator,
+    docs/metrics.md)."""
+
+    # Runs a query needs to be scored, and answered runs its pairwise similarities need
+    # (>= 2; open-rag-eval's 3 by default, comparable with its consistency scores).
+    min_runs: int = 3
+    # BERTScore's model: null = the run's encoder (encoder=...); else an encoder config name
+    # (ragscale/conf/encoder/NAME.yaml), a local model folder or a model id in the local
+    # Hugging Face cache (its last layer, unrescaled; open-rag-eval: xlm-roberta-large's last
+    # layer rescaled). Never downloaded.
+    encoder: Optional[str] = None
+
+
+@dataclass
+class RelevancyConf:
+    """The embeddings of ragas' answer relevancy (docs/metrics.md): ``encoder`` (default, offline)
+    the run's encoder's sentence embeddings; ``openai`` an OpenAI-compatible ``/v1/embeddings``
+    endpoint (ragas embeds with its LLM provider's model, text-embedding-ada-002 for OpenAI). The
+    key is read from the environment variable named by ``api_key_env``, never from the config
+    (ragscale/actors/embeddings_http.py)."""
+
+    embeddings: str = "encoder"  # encoder: the run's packaged encoder (offline default) | openai: an endpoint
+    model: str = "text-embedding-ada-002"  # openai: the served model's name (ragas' default with OpenAI)
+    base_url: Optional[str] = None  # openai: e.g. http://127.0.0.1:8000/v1; null: https://api.openai.com/v1
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key, never the key
+    batch_size: int = 128  # texts per request
+    concurrency: int = 4  # requests in flight per relevancy actor
+    timeout_s: float = 60.0  # per request
+    max_attempts: int = 6  # tries per request on connection errors, timeouts, 408/409/429, 5xx
+    backoff_s: float = 1.0  # first retry delay, doubled each attempt (jittered), Retry-After honoured
+    backoff_max_s: float = 60.0  # cap of one delay
+
+
+@dataclass
 class AgreementConf:
     """Judge-vs-human agreement at the end of a run (as ``python -m ragscale.agree``): ``human``
     is the ratings file, ``pairs`` a list of ``HUMAN=METRIC`` (default: same-named metrics);
@@ -214,6 +249,8 @@ class RagscaleConf:
     hallucination: HallucinationConf = field(default_factory=HallucinationConf)
     custom: CustomConf = field(default_factory=CustomConf)
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)
+    consistency: ConsistencyConf = field(default_factory=ConsistencyConf)
+    relevancy: RelevancyConf = field(default_factory=RelevancyConf)
     agreement: AgreementConf = field(default_factory=AgreementConf)
     significance: SignificanceConf = field(default_factory=SignificanceConf)
     calibration: CalibrationConf = field(default_factory=CalibrationConf)

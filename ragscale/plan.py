@@ -3,12 +3,15 @@
 ``compose`` builds the Hydra config as the CLI does; ``plan_run`` validates it (steps,
 metrics, inputs, expectations, agreement pairs, significance settings) and asks the workers' own modules to plan
 their part: the encoder (ragscale.actors.encoder.plan_encoder), HHEM
-(ragscale.actors.nli.plan_nli) and the judges (ragscale.actors.judge.plan_judges). Every
-problem is a one-line UserError.
+(ragscale.actors.nli.plan_nli), the judges (ragscale.actors.judge.plan_judges) and answer
+relevancy's embeddings endpoint (ragscale.actors.embeddings_http.plan_embeddings; the encoder is
+not planned for answer relevancy alone when an endpoint embeds). Every problem is a one-line
+UserError.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +41,9 @@ class RunPlan:
     nli_kwargs: dict = field(default_factory=dict)  # ragscale.actors.nli.NLIActor arguments (HHEM found)
     nli_unavailable: str | None = None  # why hhem will be null
     expectations: Any = None  # ragscale.io.expectations.Expectations (custom.expectations)
+    relevancy_kwargs: dict = field(default_factory=dict)  # EmbeddingsClient arguments; {}: the encoder embeds
     cluster: dict = field(default_factory=dict)
+    consistency: dict = field(default_factory=dict)  # plan_consistency's (step consistency)
 
     def panel_columns(self) -> list[str]:
         """The per-panel-judge metrics (``<metric>@<judge name>``) reported next to their median."""
@@ -56,6 +61,8 @@ class RunPlan:
             out["expectations_sha256"] = self.expectations.sha256
         if self.judge_kwargs.get("options"):
             out["judge_options"] = self.judge_kwargs["options"]
+        if self.relevancy_kwargs and "answer_relevancy" in self.metrics:  # absent offline: old fingerprints hold
+            out["relevancy_embeddings"] = {k: self.relevancy_kwargs[k] for k in ("model", "base_url")}
         if self.panel_kwargs:
             out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")} for c in self.panel_confs]
         return out
@@ -140,6 +147,65 @@ def _calibration(c: Any, metrics: list[str]) -> None:
     resolve(read_human(c.human), list(c.pairs), list(c.map), metrics)
 
 
+def _consistency_encoder(spec: str, run_encoder: dict) -> dict:
+    """The encoder config that ``consistency.encoder`` names: ragscale/conf/encoder/SPEC.yaml,
+    else a local model folder or a model id in the local Hugging Face cache, taken whole (its
+    last layer, as torchmetrics' BERTScore in open-rag-eval) and unrescaled; never downloaded."""
+    from omegaconf import OmegaConf
+
+    from ragscale.config import EncoderConf
+    from ragscale.models import resolve_model_path
+
+    enc_dir = os.path.join(CONF_DIR, "encoder")
+    if os.path.isfile(os.path.join(enc_dir, f"{spec}.yaml")):
+        conf = OmegaConf.merge(OmegaConf.structured(EncoderConf), OmegaConf.load(os.path.join(enc_dir, f"{spec}.yaml")))
+        conf = OmegaConf.to_container(conf, resolve=True)
+        try:
+            resolve_model_path(conf["model"])
+        except UserError:
+            raise UserError(f"consistency.encoder={spec}: the weights of {conf['model']!r} are not available locally "
+                            "(models are never downloaded): put them in the local Hugging Face cache, or set "
+                            "consistency.encoder to a local model folder") from None
+        return conf
+    try:
+        path = resolve_model_path(spec, "consistency.encoder")
+    except UserError:
+        names = sorted(f[:-5] for f in os.listdir(enc_dir) if f.endswith(".yaml"))
+        raise UserError(f"consistency.encoder={spec!r} is neither an encoder config ({', '.join(names)}) nor a "
+                        "local model folder or a model in the local Hugging Face cache (models are never "
+                        "downloaded)") from None
+    try:
+        with open(os.path.join(path, "config.json")) as fh:
+            layers = int(json.load(fh)["num_hidden_layers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UserError(f"consistency.encoder={spec!r}: {path}/config.json names no num_hidden_layers; write an "
+                        "encoder config (ragscale/conf/encoder/NAME.yaml) with num_layers instead") from None
+    return {**run_encoder, "name": spec, "model": path, "num_layers": layers,
+            "rescale_with_baseline": False, "baseline": None, "max_length": None}
+
+
+def plan_consistency(c: Any, run_encoder: dict, run_plan: dict, cluster: dict) -> dict:
+    """consistency.* checked before any work: ``min_runs`` >= 2 and the BERTScore encoder
+    (null: the run's, ``run_plan``'s kwargs and baseline), its weights found locally. Returns
+    what ragscale.pipeline.consistency.run_consistency reads, ``encoder`` being what summary.json
+    records of it."""
+    from ragscale.actors.encoder import plan_encoder
+
+    if not isinstance(c.min_runs, int) or c.min_runs < 2:
+        raise UserError(f"consistency.min_runs must be an integer >= 2 (a pair of runs), got {c.min_runs!r}")
+    if c.encoder:
+        conf = _consistency_encoder(str(c.encoder), run_encoder)
+        try:
+            kwargs, baseline = plan_encoder(conf, cluster)
+        except UserError as e:  # a config without its baseline values
+            raise UserError(f"consistency.encoder={c.encoder}: {e}") from None
+    else:
+        conf, kwargs, baseline = run_encoder, run_plan["encoder_kwargs"], run_plan["baseline"]
+    encoder = {"name": conf["name"], "model_path": kwargs["model_path"], "num_layers": conf["num_layers"],
+               "rescale_with_baseline": baseline is not None, "baseline": baseline}
+    return {"min_runs": c.min_runs, "encoder": encoder, "encoder_kwargs": kwargs, "baseline": baseline}
+
+
 def plan_run(cfg: Any) -> RunPlan:
     """Check the config, inputs and model paths and decide the run; every problem is a one-line UserError."""
     from omegaconf import OmegaConf
@@ -162,14 +228,21 @@ def plan_run(cfg: Any) -> RunPlan:
     if cfg.calibration.human:
         _calibration(cfg.calibration, metrics)
     expectations = _expectations(cfg, metrics)
+    from ragscale.actors.embeddings_http import plan_embeddings
+
+    relevancy_kwargs = plan_embeddings(OmegaConf.to_container(cfg.relevancy, resolve=True),
+                                       used="answer_relevancy" in metrics)
+    encoder_embeds = "answer_relevancy" in metrics and not relevancy_kwargs  # answer relevancy's sentence embeddings
     stages = stages_for(metrics) | {"lexical"}
     cluster = OmegaConf.to_container(cfg.cluster, resolve=True)
     encoder_conf = OmegaConf.to_container(cfg.encoder, resolve=True)
     plan: dict[str, Any] = {}
-    if "encoder" in stages or "consistency" in steps or "answer_relevancy" in metrics:
+    if "encoder" in stages or ("consistency" in steps and not cfg.consistency.encoder) or encoder_embeds:
         from ragscale.actors.encoder import plan_encoder
 
         plan["encoder_kwargs"], plan["baseline"] = plan_encoder(encoder_conf, cluster)
+    if "consistency" in steps:
+        plan["consistency"] = plan_consistency(cfg.consistency, encoder_conf, plan, cluster)
     if "nli" in stages:
         from ragscale.actors.nli import plan_nli
 
@@ -184,7 +257,7 @@ def plan_run(cfg: Any) -> RunPlan:
     run = RunPlan(
         scenario=cfg.scenario_name, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
         files=tuple(files), encoder_conf=encoder_conf, judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
-        expectations=expectations, cluster=cluster, **plan,
+        expectations=expectations, cluster=cluster, relevancy_kwargs=relevancy_kwargs, **plan,
     )
     from ragscale.pipeline.graph import build_stages
 

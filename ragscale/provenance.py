@@ -48,8 +48,25 @@ def judge_work(stats: dict) -> dict | None:
     return work or None
 
 
+def relevancy_embeddings(plan: Any) -> dict | None:
+    """run.json's ``models.answer_relevancy_embeddings``: what embedded answer relevancy's
+    questions, the run's encoder or an endpoint (its URL, model and the NAME of the key's
+    variable; never the key); None when the run has no answer relevancy."""
+    if "answer_relevancy" not in plan.metrics:
+        return None
+    kw = getattr(plan, "relevancy_kwargs", None)
+    if kw:
+        from ragscale.actors.embeddings_http import endpoint_url
+
+        return {"source": "openai", "url": redact(endpoint_url(kw["base_url"])), "model": kw["model"],
+                "api_key_env": kw["api_key_env"]}
+    return {"source": "encoder", "name": plan.encoder_conf["name"], "model": plan.encoder_conf["model"],
+            "local_path": plan.encoder_kwargs.get("model_path"), "pooling": "mean, L2-normalised"}
+
+
 def models_info(plan: Any, cfg: Any) -> dict:
-    """run.json's ``models``: the encoder, judge, HHEM and judge panel the run used."""
+    """run.json's ``models``: the encoder, judge, HHEM, judge panel and answer relevancy's
+    embeddings the run used."""
     from ragscale.actors.judge import protocols_used
     from ragscale.judges import JUDGES
 
@@ -77,6 +94,7 @@ def models_info(plan: Any, cfg: Any) -> dict:
              "protocol": protocols_used(k), "engine_options": redact(k["engine"]), "reduction": "median"}
             for c, k in zip(plan.panel_confs, plan.panel_kwargs)
         ] or None,
+        "answer_relevancy_embeddings": relevancy_embeddings(plan),
     }
 
 

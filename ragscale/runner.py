@@ -88,7 +88,7 @@ def _consistency(plan: RunPlan, out_dir: str, groups: list[dict], verbose: bool)
     try:
         from ragscale.pipeline.consistency import run_consistency
 
-        return run_consistency(out_dir, groups, plan.encoder_kwargs, plan.baseline, plan.cluster, verbose), None
+        return run_consistency(out_dir, groups, plan.consistency, plan.cluster, verbose), None
     except Exception as e:  # noqa: BLE001 - the records are kept; the run is marked failed
         return None, f"consistency: {type(e).__name__}: {e}"
 
@@ -151,7 +151,12 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
     consistency, t3 = None, time.time()
     if outputs.groups is not None and not failure:
         groups = outputs.groups.result()
-        printer(f"[ragscale] consistency across repeated runs: {len(groups)} (model, query) groups")
+        from ragscale.metrics.consistency import scored as has_runs
+
+        n = plan.consistency["min_runs"]
+        scored = sum(has_runs(g, n) for g in groups)
+        printer(f"[ragscale] consistency across repeated runs: {scored} (model, query) groups with >= {n} runs"
+                + (f" ({len(groups) - scored} with fewer, counted in fewer_runs)" if scored < len(groups) else ""))
         consistency, failure = _consistency(plan, out_dir, groups, cfg.verbose)
     timings["consistency"] = time.time() - t3
     try:

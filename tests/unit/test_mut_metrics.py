@@ -52,7 +52,7 @@ def test_collector_keeps_groups_of_two_runs_and_asks_scalar_per_metric():
         c.add({"model_id": "m", "query_id": "q", "query_run": run, "generated_answer": "x",
                "metrics": {"a": a, "b": b}, "ragscale": {"record_key": f"k{run}"}})
     c.add({"model_id": "m", "query_id": "lonely", "query_run": 1, "metrics": {"a": 1}, "ragscale": {}})
-    (g,) = c.result()  # exactly MIN_RUNS runs is enough; one run is not
+    (g,) = c.result()  # two runs are repeated runs (consistency.min_runs cuts later); one run is not
     assert g["query_id"] == "q" and g["runs"] == [1, 2]
     assert g["values"] == {"a": [1.0, 3.0], "b": [10.0, 30.0]}
     assert seen[:4] == ["a", "b", "a", "b"]
@@ -61,11 +61,15 @@ def test_collector_keeps_groups_of_two_runs_and_asks_scalar_per_metric():
 def test_finish_group_names_its_fields():
     group = {"model_id": "m", "query_id": "q", "runs": [1, 2], "answers": ["the cat sat", "the cat sat"],
              "values": {"a": [1.0, 3.0], "never": [None, None]}}
-    out = cons.finish_group(group, [0.9])
+    out = cons.finish_group(group, [0.9], 2)
     assert (out["model_id"], out["query_id"], out["runs"], out["answered_runs"], out["pairs"]) == ("m", "q", [1, 2], 2, 1)
-    assert out["pairwise"] == {"bert_score_f1": [0.9], "rouge1": [1.0], "rouge2": [1.0], "rougeL": [1.0]}
+    assert out["pairwise"] == {"bert_score_f1": [0.9], "rouge_score": [pytest.approx(1.0, abs=1e-8)],
+                               "rouge1": [1.0], "rouge2": [1.0], "rougeL": [1.0]}
     assert out["similarity"]["bert_score"]["mean"] == 0.9 and set(out["metrics"]) == {"a"}
-    assert cons.finish_group(group, None)["pairwise"]["bert_score_f1"] == []
+    assert cons.finish_group(group, None, 2)["pairwise"]["bert_score_f1"] == []
+    short = cons.finish_group(group, None, 3)  # fewer answered runs than min_runs: no pairs, statistics kept
+    assert short["pairs"] == 0 and short["answered_runs"] == 2 and short["pairwise"]["rouge_score"] == []
+    assert short["similarity"]["rouge_score"] is None and short["metrics"]["a"]["n"] == 2
 
 
 def test_summarize_counts_queries_and_averages_std_and_cv():
