@@ -13,16 +13,26 @@ per cited id, weighted recall per part, F1; see there for the edge cases: uncite
 0, ids not among the passages are skipped, no citations at all gives 0.0).
 
 open-rag-eval asks for the pydantic structured output ``CitationSupport{support: ...}``;
-ragscale constrains the output with the same JSON schema, and anything else is a parse failure,
-never a default. open-rag-eval's sampling (temperature 0, seed 42) is the judge engine's
-configuration in ragscale. A pair repeated within one part (``[1][1]``) is asked once and
-counted as often as it is cited, as open-rag-eval's scores count it (at temperature 0 the
-repeat is the same question).
+the constrained protocol (version ``open-rag-eval-citation-v1``) constrains the output with an
+equivalent inline JSON schema, anything else is a parse failure, never a default, and samples
+as the judge engine does (greedy, seed 0; open-rag-eval: temperature 0, seed 42). A pair
+repeated within one part (``[1][1]``) is asked once and counted as often as it is cited, as
+open-rag-eval's scores count it (at temperature 0 the repeat is the same question).
 
 Differences: a record without a generated answer is ``null`` (open-rag-eval does not evaluate
 it); when a pair's judgment fails, open-rag-eval fails the whole record, and ragscale makes the
 three metrics ``null`` (the failure is in judge_errors) while keeping the labels it got in the
 details.
+
+Reference protocol (``judge.protocol=reference``, version ``open-rag-eval-citation-ref-v1``): the
+same prompt and system message, the JSON schema pydantic gives ``CitationSupport`` (the enum in
+``$defs``), temperature 0 and seed 42 (the metric's model_kwargs), the output read as
+open-rag-eval's OpenAI client reads it (ragscale.judges.umbrela ``OragOutput.parse``: one JSON
+object, ``"support"`` exactly one of the three labels). The per-record rules above are already
+the reference's. Still different: no max_tokens in open-rag-eval (``ORAG_MAX_TOKENS`` here); the
+actor's re-asks after a parse failure (none in open-rag-eval; judge.max_retries=0); a repeated
+pair is asked once (open-rag-eval asks it again, the same request); a failed pair fails every
+metric of the record in open-rag-eval, here the citation metrics only.
 
 Metrics: ``citation_precision``, ``citation_recall``, ``citation_f1``. Details:
 ``{"parts": [{"text": part text, "citations": [{"id": "[1]", "support": label}, ...]}, ...]}``
@@ -36,7 +46,7 @@ from typing import Any
 
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
-from ragscale.judges.umbrela import orag_messages
+from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, orag_messages, reference_prompt
 from ragscale.metrics.trec import SUPPORT_SCORES, citation_scores, parse_generated_answer
 from ragscale.record import passage_ids_of
 from ragscale.metrics.registry import MetricSpec, declare
@@ -68,18 +78,34 @@ def parse(raw: str) -> str:
     return label.strip().lower()
 
 
-def start(obj: dict, row: dict) -> JudgeRun:
+REFERENCE_VERSION = "open-rag-eval-citation-ref-v1"
+REFERENCE_OUTPUT = OragOutput("CitationSupport", "support", tuple(LABELS), "CitationSupportValues")
+
+
+def render_reference(statement: str, citation: str) -> JudgePrompt:
+    """The citation-support prompt as open-rag-eval sends it (reference protocol)."""
+    return reference_prompt(NAME, REFERENCE_VERSION, "orag_citation_v1", {"statement": statement, "citation": citation},
+                            REFERENCE_OUTPUT)
+
+
+def parse_reference(raw: str) -> str:
+    """open-rag-eval's reading: ``CitationSupport.support.value``; anything else raises JudgeParseError."""
+    return REFERENCE_OUTPUT.parse(NAME, raw)
+
+
+def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """Judge every (part, cited passage) pair of a record in one round (see the module docstring)."""
+    ask, read = (render_reference, parse_reference) if protocol == "reference" else (render, parse)
     prediction = row.get("prediction") or ""
     if not prediction.strip():
-        return Undefined("no generated answer")
+        return Undefined(ORAG_SKIPPED if protocol == "reference" else "no generated answer")
     passages = list(row.get("passages") or [])
     # open-rag-eval's retrieved_passages is a dict: a repeated id maps to its last text
     by_id = dict(zip(passage_ids_of(obj, len(passages)), passages))
     parts = parse_generated_answer(prediction)
     # unique (part index, cited id) pairs whose id has a passage text, in citation order
     pairs = list(dict.fromkeys((i, cid) for i, part in enumerate(parts) for cid in part["citations"] if by_id.get(cid)))
-    answers: list[Any] = (yield [(render(parts[i]["text"], by_id[cid]), parse) for i, cid in pairs]) if pairs else []
+    answers: list[Any] = (yield [(ask(parts[i]["text"], by_id[cid]), read) for i, cid in pairs]) if pairs else []
     got = dict(zip(pairs, answers))
 
     judged: list[list[tuple[str, str | None]]] = []
@@ -116,4 +142,4 @@ declare(*(MetricSpec(name, "judge", "citation", scalar=True, short=short, refere
           for name, short in zip(METRICS, ("CitP", "CitR", "CitF1"))))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS)),)
+JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), reference_version=REFERENCE_VERSION),)

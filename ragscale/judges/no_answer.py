@@ -7,20 +7,35 @@ the few-shot ``_ANSWERED_PROMPT`` (templates/orag_no_answer_v1.txt, verbatim) ov
 and the answer as open-rag-eval sees it, the answer parts' texts joined by spaces, i.e. without
 the citation markers (``ragscale.metrics.trec.answer_text``), with the system message of
 ``OpenAIModel.parse``. open-rag-eval asks for the pydantic structured output
-``QueryAnswered{answered: "yes"|"no"}``; ragscale constrains the output with the same JSON
-schema. Anything else is a parse failure, never a default. open-rag-eval's sampling
-(temperature 0, seed 42) is the judge engine's configuration in ragscale.
+``QueryAnswered{answered: "yes"|"no"}``; the constrained protocol (version
+``open-rag-eval-no-answer-v1``) constrains the output with an equivalent inline JSON schema,
+anything else is a parse failure, never a default, and samples as the judge engine does
+(greedy, seed 0; open-rag-eval: temperature 0, seed 42).
 
 Metric ``answered``: 1.0 for "yes" (an attempt), 0.0 for "no" (declined); its mean over
 records is open-rag-eval's "questions answered" percentage / 100. Details:
-``{"query_answered": "yes"|"no"}`` (open-rag-eval's ``no_answer_score`` column). A record
-without a generated answer is ``null`` (open-rag-eval does not evaluate it at all).
+``{"query_answered": "yes"|"no"}`` (open-rag-eval's ``no_answer_score`` column). Under the
+constrained protocol a record whose input marks no answer (open-rag-eval's ``NO_ANSWER``, or
+no answer row: ``answer_status`` NO_ANSWER / missing) is *not answered* (0.0, without asking:
+the system gave no answer), any other record without a generated answer (``API_ERROR``, an
+empty answer) is ``null``.
+
+Reference protocol (``judge.protocol=reference``, version ``open-rag-eval-no-answer-ref-v1``):
+the same prompt and system message, the JSON schema pydantic gives ``QueryAnswered`` (the enum
+in ``$defs``), temperature 0 and seed 42 (the metric's model_kwargs), the output read as
+open-rag-eval's OpenAI client reads it (ragscale.judges.umbrela ``OragOutput.parse``: one JSON
+object, ``"answered"`` exactly "yes" or "no"). Every record without a generated answer,
+NO_ANSWER included, is ``null``: open-rag-eval's loader skips it, so it is in neither the
+numerator nor the denominator of "questions answered". Still different: no max_tokens in
+open-rag-eval (``ORAG_MAX_TOKENS`` here); the actor's re-asks after a parse failure (none in
+open-rag-eval; judge.max_retries=0); a failure fails every metric of the record in
+open-rag-eval, here ``answered`` only.
 """
 
 from __future__ import annotations
 
 from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
-from ragscale.judges.umbrela import orag_messages
+from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, orag_messages, reference_prompt
 from ragscale.metrics.trec import answer_text
 from ragscale.record import query_of
 from ragscale.metrics.registry import MetricSpec, declare
@@ -49,12 +64,28 @@ def parse(raw: str) -> str:
     return label.strip().lower()
 
 
-def start(obj: dict, row: dict) -> JudgeRun:
+REFERENCE_VERSION = "open-rag-eval-no-answer-ref-v1"
+REFERENCE_OUTPUT = OragOutput("QueryAnswered", "answered", tuple(LABELS), "QueryAnsweredValues")
+
+
+def render_reference(query: str, answer: str) -> JudgePrompt:
+    """The no-answer prompt as open-rag-eval sends it (reference protocol)."""
+    return reference_prompt(NAME, REFERENCE_VERSION, "orag_no_answer_v1", {"query": query, "answer": answer},
+                            REFERENCE_OUTPUT)
+
+
+def parse_reference(raw: str) -> str:
+    """open-rag-eval's reading: ``QueryAnswered.answered.value``; anything else raises JudgeParseError."""
+    return REFERENCE_OUTPUT.parse(NAME, raw)
+
+
+def start(obj: dict, row: dict, protocol: str = "constrained") -> JudgeRun:
     """One prompt per record; ``answered`` = 1.0 / 0.0 (see the module docstring)."""
     prediction = row.get("prediction") or ""
     if not prediction.strip():
-        return Undefined("no generated answer")
-    label = yield render(query_of(obj), answer_text(prediction)), parse
+        return Undefined(ORAG_SKIPPED if protocol == "reference" else "no generated answer")
+    ask, read = (render_reference, parse_reference) if protocol == "reference" else (render, parse)
+    label = yield ask(query_of(obj), answer_text(prediction)), read
     return JudgeResult(metrics={"answered": LABELS[label]}, details={"query_answered": label})
 
 
@@ -62,13 +93,15 @@ declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answere
                    reference="vectara/open-rag-eval open_rag_eval/metrics/no_answer_metric.py"))
 
 
-def _start(obj: dict, row: dict) -> JudgeRun:
-    """open-rag-eval's no-answer judge; a run whose input says the system gave no answer
-    (open-rag-eval's ``NO_ANSWER`` marker, or an empty answer) is not answered, without asking."""
+def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
+    """open-rag-eval's no-answer judge; under the constrained protocol a run whose input says the
+    system gave no answer (open-rag-eval's ``NO_ANSWER`` marker, or no answer row) is not
+    answered, without asking; under the reference protocol it is skipped (null), as open-rag-eval
+    skips it."""
     status = obj.get("answer_status")
-    if status in ("NO_ANSWER", "missing"):
+    if status in ("NO_ANSWER", "missing") and protocol != "reference":
         return JudgeResult({"answered": 0.0}, {"query_answered": "no", "source": f"input ({status})"})
-    return (yield from start(obj, row))
+    return (yield from start(obj, row, protocol))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, "answered", VERSION, _start),)
+JUDGE_SPECS = (JudgeSpec(NAME, "answered", VERSION, _start, reference_version=REFERENCE_VERSION),)

@@ -4,7 +4,9 @@ Reference: vectara/open-rag-eval@dfc4175 ``open_rag_eval/metrics/autonugget_metr
 (``AutoNuggetMetric``), called by ``open_rag_eval/evaluators/trec_evaluator.py`` after
 UMBRELA; castorini/nuggetizer for context. Score math, with open-rag-eval's denominators
 clamped to >= 1 (no vital nugget -> Vital 0.0): ragscale/metrics/nuggets.py.
-Prompt texts: templates/nuggets_{create,importance,assign}_v1.txt.
+Prompt texts: templates/nuggets_{create,importance,assign}_v1.txt. What follows up to
+"Reference protocol" is the constrained protocol (the default, version
+``openrageval-autonugget-v1``).
 
 Rounds of one record (the judge actor runs each round across all records of a batch):
 
@@ -73,6 +75,37 @@ Deviations from open-rag-eval, and why:
   labels per batch (open-rag-eval checks only the total); blank nuggets are dropped;
 - creation stops early at a fixed point (see above): same result, fewer rounds;
 - labels are matched after ``strip().lower()``; anything else is a parse failure.
+
+Reference protocol (``judge.protocol=reference``, version ``openrageval-autonugget-ref-v1``):
+open-rag-eval's own requests and rules, as ``AutoNuggetMetric.compute`` runs them.
+
+- prompts: its three prompts verbatim (templates/orag_nuggets_{create,importance,assign}_v1.txt,
+  source indentation included; the record's lines where it puts them, the context
+  ``[1] text`` lines joined by newlines, nugget lists as Python ``repr``s, the 30-nugget cap
+  filled in) with ``OpenAIModel.parse``'s system message; outputs constrained by the JSON
+  schemas pydantic gives ``Nuggets``, ``NuggetImportance`` and ``NuggetAssignment`` (no item
+  bounds), read as its OpenAI client reads them (ragscale.judges.umbrela ``OragOutput.parse``:
+  one JSON object, labels exactly as the enums spell them); temperature 0, seed 42;
+- creation runs all 5 iterations unless the list reaches 30 (no fixed-point stop: with the
+  judge cache a repeated prompt is a cache hit), keeps a returned list as it is (longer than
+  30, blank or repeated nuggets included), and fails on an empty one;
+- importance and assignment batches may hold any number of labels but not none: only the
+  total must match the nuggets (so a batch's extra label shifts the next batch's, as in
+  open-rag-eval);
+- failures: where ``compute`` returns ``{}`` (an empty query or answer text, a failed or empty
+  output, a label count that does not match) the record gets what open-rag-eval's TREC
+  evaluator writes then: 0.5 (``NEUTRAL``) for ``nuggets_vital`` (vital_nuggetizer_score) and
+  ``nuggets_assignment_mean`` (mean_nugget_assignment_score), the other metrics null, and the
+  reason in the details (``{"failed": reason}``; a failed output is in judge_errors too). A
+  record without a generated answer is null (open-rag-eval's loader skips it), and so is one
+  without UMBRELA grades (open-rag-eval fails the whole record when a grade fails).
+- still different: no max_tokens in open-rag-eval (``ORAG_MAX_TOKENS`` here); the actor's
+  re-asks after a parse failure (none in open-rag-eval; judge.max_retries=0); importance and
+  assignment batches are asked together, where open-rag-eval stops at the first failed one,
+  and an answer without text (citation markers only) gets the neutral result without asking,
+  where open-rag-eval first asks for the nuggets and their importance (the same result both
+  times); untrusted text gets the marker escaping of ragscale.judges.templates.neutralize
+  (ordinary text unchanged).
 """
 
 from __future__ import annotations
@@ -84,6 +117,7 @@ from typing import Any, Sequence
 
 from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.templates import load_template
+from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, reference_prompt
 from ragscale.metrics.nuggets import ASSIGNMENT_SCORES, IMPORTANCES, KEEP, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import answer_text
 from ragscale.record import passage_ids_of, query_of
@@ -281,11 +315,129 @@ def run(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
     return JudgeResult(metrics=nugget_scores(kept_importances, assignments), details=details)
 
 
-def start(obj: dict, row: dict) -> JudgeRun:
+# ---------------------------------------------------------------------------------------
+# The reference protocol: AutoNuggetMetric's requests and rules (see the module docstring).
+# ---------------------------------------------------------------------------------------
+
+REFERENCE_VERSION = "openrageval-autonugget-ref-v1"
+NUGGETS_OUTPUT = OragOutput("Nuggets", "nuggets", many=True)
+IMPORTANCE_OUTPUT = OragOutput("NuggetImportance", "importance", IMPORTANCES, "NuggetImportanceValues", many=True)
+ASSIGNMENT_OUTPUT = OragOutput("NuggetAssignment", "assignment", tuple(ASSIGNMENT_SCORES), "NuggetAssignmentValues",
+                               many=True)
+# what open-rag-eval's TREC evaluator writes for vital_nuggetizer_score and
+# mean_nugget_assignment_score when the metric fails ("neutral score")
+NEUTRAL = 0.5
+_CREATE_TAIL = "\n        "  # _NUGGET_CREATION_PROMPT's source string ends with 8 spaces, the others with 4
+
+
+def render_create_reference(query: str, passages: Sequence[str], nuggets: Sequence[str]) -> JudgePrompt:
+    """One creation iteration as open-rag-eval sends it (``passages``: those graded >= 1)."""
+    context = "\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages))
+    values = {"max_nuggets": str(MAX_NUGGETS), "query": query, "context": context,
+              "initial_nuggets": str(list(nuggets)), "initial_nuggets_length": str(len(nuggets))}
+    return reference_prompt(NAME, REFERENCE_VERSION, "orag_nuggets_create_v1", values, NUGGETS_OUTPUT,
+                            tail=_CREATE_TAIL)
+
+
+def render_importance_reference(query: str, nuggets: Sequence[str]) -> JudgePrompt:
+    """One importance batch as open-rag-eval sends it."""
+    values = {"query": query, "len_nuggets": str(len(nuggets)), "nuggets": str(list(nuggets))}
+    return reference_prompt(NAME, REFERENCE_VERSION, "orag_nuggets_importance_v1", values, IMPORTANCE_OUTPUT)
+
+
+def render_assign_reference(query: str, answer: str, nuggets: Sequence[str]) -> JudgePrompt:
+    """One assignment batch as open-rag-eval sends it (``answer``: the answer parts' texts joined by spaces)."""
+    values = {"query": query, "len_nuggets": str(len(nuggets)), "nuggets": str(list(nuggets)),
+              "generated_passage": answer}
+    return reference_prompt(NAME, REFERENCE_VERSION, "orag_nuggets_assign_v1", values, ASSIGNMENT_OUTPUT)
+
+
+def parse_nuggets_reference(raw: str) -> list[str]:
+    """``Nuggets.nuggets`` as open-rag-eval reads it: any list of strings, kept as it is (may be empty)."""
+    return NUGGETS_OUTPUT.parse(NAME, raw)
+
+
+def parse_importance_reference(raw: str) -> list[str]:
+    """``NuggetImportance.importance``: a list of "vital"/"okay" of any length."""
+    return IMPORTANCE_OUTPUT.parse(NAME, raw)
+
+
+def parse_assignment_reference(raw: str) -> list[str]:
+    """``NuggetAssignment.assignment``: a list of "support"/"partial_support"/"not_support" of any length."""
+    return ASSIGNMENT_OUTPUT.parse(NAME, raw)
+
+
+def neutral(reason: str) -> JudgeResult:
+    """What open-rag-eval's TREC evaluator writes when ``AutoNuggetMetric.compute`` fails: 0.5
+    for the vital and mean assignment scores, nothing else."""
+    metrics: dict[str, Any] = {m: None for m in METRICS}
+    metrics.update(nuggets_vital=NEUTRAL, nuggets_assignment_mean=NEUTRAL)
+    return JudgeResult(metrics=metrics, details={"failed": reason})
+
+
+def _labels_failure(what: str, answers: Sequence[Any], n: int) -> str | None:
+    """Why a round of label batches fails open-rag-eval's checks: a failed or empty batch, or a
+    total that is not ``n``; None when it passes."""
+    for k, a in enumerate(answers):
+        if isinstance(a, Failed):
+            return f"{what} batch {k + 1} of {len(answers)} failed: {a.reason}"
+        if not a:
+            return f"{what} batch {k + 1} of {len(answers)} returned no labels"
+    total = sum(len(a) for a in answers)
+    return None if total == n else f"{total} {what} labels for {n} nuggets"
+
+
+def run_reference(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
+    """``AutoNuggetMetric.compute`` for one record under the reference protocol; ``passages``
+    are those graded >= 1, in order. Returns ``JudgeResult`` (the scores, or ``neutral``)."""
+    if not query.strip():
+        return neutral("Query cannot be empty.")
+    if not answer.strip():
+        return neutral("Generated passage cannot be empty.")
+    nuggets: list[str] = []
+    iterations = 0
+    while iterations < CREATION_ITERS:
+        iterations += 1
+        # a one-step fan-out: a failed output comes back as Failed, and the record gets ``neutral``
+        [got] = yield [(render_create_reference(query, passages, nuggets), parse_nuggets_reference)]
+        if isinstance(got, Failed):
+            return neutral(f"nugget creation failed (iteration {iterations}): {got.reason}")
+        if not got:
+            return neutral(f"nugget creation returned no nuggets (iteration {iterations})")
+        nuggets = got
+        if len(nuggets) >= MAX_NUGGETS:
+            break
+
+    answers = yield [(render_importance_reference(query, b), parse_importance_reference) for b in _batches(nuggets)]
+    failure = _labels_failure("importance", answers, len(nuggets))
+    if failure:
+        return neutral(failure)
+    importances = [label for labels in answers for label in labels]
+    keep = sort_and_keep(importances, KEEP)
+    kept, kept_importances = [nuggets[i] for i in keep], [importances[i] for i in keep]
+
+    answers = yield [(render_assign_reference(query, answer, b), parse_assignment_reference) for b in _batches(kept)]
+    failure = _labels_failure("assignment", answers, len(kept))
+    if failure:
+        return neutral(failure)
+    assignments = [label for labels in answers for label in labels]
+    details = {
+        "nuggets": [{"text": t, "importance": i, "assignment": a}
+                    for t, i, a in zip(kept, kept_importances, assignments)],
+        "created": len(nuggets),
+        "iterations": iterations,
+    }
+    return JudgeResult(metrics=nugget_scores(kept_importances, assignments), details=details)
+
+
+def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """The judge on a pipeline record: ``query_of(obj)``, the row's answer (citation markers
     removed), and the row's passages filtered by the UMBRELA grades in its metrics."""
+    reference = protocol == "reference"
+    if reference and not (row.get("prediction") or "").strip():
+        return Undefined(ORAG_SKIPPED)
     answer = answer_text(row.get("prediction") or "")
-    if not answer.strip():
+    if not answer.strip() and not reference:
         return Undefined("no generated answer")
     grades = umbrela_grades(row)
     if isinstance(grades, Undefined):
@@ -293,7 +445,7 @@ def start(obj: dict, row: dict) -> JudgeRun:
     passages = list(row.get("passages") or [])
     ids = passage_ids_of(obj, len(passages))
     used = [i for i, g in enumerate(grades) if g is not None and g >= 1]
-    result = yield from run(query_of(obj), answer, [passages[i] for i in used])
+    result = yield from (run_reference if reference else run)(query_of(obj), answer, [passages[i] for i in used])
     if isinstance(result, JudgeResult):
         result.details["passages_used"] = [ids[i] for i in used]
         result.details["passages_ungraded"] = [ids[i] for i, g in enumerate(grades) if g is None]
@@ -307,4 +459,5 @@ declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_s
                      reference="castorini/nuggetizer, vectara/open-rag-eval open_rag_eval/metrics/autonugget_metric.py") for name in METRICS))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), after=("umbrela",)),)
+JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), after=("umbrela",),
+                         reference_version=REFERENCE_VERSION),)

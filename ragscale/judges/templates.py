@@ -46,6 +46,11 @@ MARKERS: dict[str, tuple[tuple[str, bool], ...]] = {
     "umbrela_v1": ((r"(?:Query|Passage|Final score)\s*:", True),),
     "orag_citation_v1": ((r"(?:Statement|Citation)\s*:", True),),
     "orag_no_answer_v1": ((r"(?:Query|Answer|Your Response)\s*:", True),),
+    # open-rag-eval's reference-protocol prompts (umbrela.py, nuggets.py)
+    "umbrela_new_v1": ((r"<\s*/?\s*(?:query|passage)\s*>", False),),
+    "orag_nuggets_create_v1": ((r"(?:Search Query|Context|Initial Nugget List(?: Length)?|Updated Nugget List)\s*:", True),),
+    "orag_nuggets_importance_v1": ((r"(?:Search Query|Nugget List|Labels)\s*:", True),),
+    "orag_nuggets_assign_v1": ((r"(?:Search Query|Passage|Nugget List|Labels)\s*:", True),),
 }
 
 

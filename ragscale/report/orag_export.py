@@ -45,7 +45,10 @@ skips (``answer_status`` not ``ok``, no answer) or that failed at input (``input
 ``error.stage == "input"``) is left out, and a query with no run left has no row. A record
 with another ``error`` is written as open-rag-eval writes a run whose evaluation raised:
 passages and answer, no score cells. A score ragscale could not compute is an empty cell
-(open-rag-eval fills a failed nugget evaluation with 0.5; we do not invent scores).
+(open-rag-eval fills a failed nugget evaluation with 0.5; we do not invent scores, except
+under the ``reference`` judging protocol, whose nugget judge writes open-rag-eval's 0.5 into
+``nuggets_vital`` and ``nuggets_assignment_mean`` with ``details.nuggets.failed``: those two
+cells are 0.5 and the autonugget cell is ``{}``, as open-rag-eval writes them).
 Unlike ``to_csv`` with ``run_consistency: false`` (first run only), every run is written.
 Records not read from an open-rag-eval CSV (MT-RAG) are written too: ``query_id`` is their
 ``task_id``, ``query`` the last user turn, passages ``[1]``, ``[2]``, ... their contexts.
@@ -146,8 +149,10 @@ def _precision_cell(m: dict) -> dict | None:
 
 
 def _nugget_cell(m: dict, details: dict) -> dict | None:
-    scores = {name: m[key] for name, key in _NUGGET_SCORES if _num(m.get(key)) is not None}
     d = details.get("nuggets") if isinstance(details.get("nuggets"), dict) else {}
+    if d.get("failed"):  # reference protocol: open-rag-eval's neutral 0.5 is not a nuggetizer score
+        return {}
+    scores = {name: m[key] for name, key in _NUGGET_SCORES if _num(m.get(key)) is not None}
     items = d.get("nuggets")
     nuggets = labels = assignments = None
     if isinstance(items, list) and items and all(isinstance(x, dict) for x in items):
