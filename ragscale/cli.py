@@ -1,5 +1,5 @@
 """The ``ragscale`` command: ``run`` (Hydra overrides, ``-m`` for sweeps), ``plot``,
-``report``, ``agree``, ``compare``, ``calibrate``. A thin layer over ragscale.runner / ragscale.report: every
+``report``, ``agree``, ``compare``, ``calibrate``, ``prompts``. A thin layer over ragscale.runner / ragscale.report: every
 subcommand is also ``python -m ragscale.<name>``.
 
 Secrets never reach a file: every ``key=value`` argument, in every mode (``-m`` included,
@@ -23,6 +23,7 @@ commands:
   agree   judge-vs-human agreement: ragscale agree RUN_DIR --human FILE --pair human=metric
   compare paired significance tests between two runs over the same tasks: ragscale compare RUN_A RUN_B
   calibrate human-calibrated (PPI++) means: ragscale calibrate RUN_DIR --human FILE --pair human=metric
+  prompts the judge prompts a run would send, tokens and cost (dry run): ragscale prompts +scenario=mtrag [--out FILE]
 
 `ragscale COMMAND --help` for a command's options."""
 
@@ -140,11 +141,11 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
 
 
 def _subcommands() -> dict[str, Callable[[Sequence[str]], int]]:
-    from ragscale import agree, calibrate, compare, plot
+    from ragscale import agree, calibrate, compare, plot, prompts
     from ragscale.report import __main__ as report
 
     return {"run": run_main, "plot": plot.main, "report": report.main, "agree": agree.main, "compare": compare.main,
-            "calibrate": calibrate.main}
+            "calibrate": calibrate.main, "prompts": prompts.main}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

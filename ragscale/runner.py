@@ -64,7 +64,7 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
     return failure, ray_info, stats
 
 
-def _scan(cfg: Any, plan: RunPlan, out_dir: str) -> tuple:
+def scan_records(cfg: Any, plan: RunPlan, out_dir: str) -> tuple:
     """(plan with CSVs normalized, pointers of the run, finished keys, pointers still to do)."""
     from ragscale.io.inputs import PointerArray, materialize_csv
     from ragscale.io.output import RecordKeys, finished_keys
@@ -103,7 +103,7 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
 
     prepare(out_dir, plan.fingerprint(), resume=cfg.resume, overwrite=cfg.overwrite)
     t0 = time.time()
-    plan, pointers, keys, todo = _scan(cfg, plan, out_dir)
+    plan, pointers, keys, todo = scan_records(cfg, plan, out_dir)
     timings = {"scan": time.time() - t0}
     printer(f"[ragscale] scenario={plan.scenario} steps={','.join(plan.steps)} files={len(plan.files)} "
             f"records={len(pointers)} already_done={len(pointers) - len(todo)} output_dir={out_dir}")

@@ -138,7 +138,7 @@ class JudgeActor:
     def __init__(self, engine: Mapping[str, Any], judges: Sequence[str], cache_path: str | None,
                  max_retries: int = 1, tag: str | None = None, options: Mapping[str, Mapping[str, Any]] | None = None,
                  protocol: str = "constrained"):
-        self.engine = build(engine)
+        self.engine = self.make_engine(engine)
         self.engine_name = self.engine.name
         self.model_name = self.engine.model
         self.judges = [JUDGES[j] for j in judges]
@@ -154,6 +154,10 @@ class JudgeActor:
             from ragscale.judges.cache import JudgeCache
 
             self.cache = JudgeCache(cache_path)
+
+    def make_engine(self, kwargs: Mapping[str, Any]) -> Any:
+        """The engine of ``kwargs`` (``resolve``'s output); the dry run (ragscale.prompts) records instead."""
+        return build(kwargs)
 
     def _generate(self, prompts: list[JudgePrompt], attempt: int, stats: _Stats) -> list[tuple[str, str | None]]:
         """(text, engine error) per prompt, from the cache or one engine call per sampling

@@ -29,6 +29,7 @@ are read as the plain text they are.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -107,6 +108,22 @@ def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
             f"{did_you_mean(unknown[0], mod.OPTIONS)}; its options are {', '.join(sorted(mod.OPTIONS))}"
         )
     return {"engine": conf["engine"], **mod.resolve(conf, options, pool)}
+
+
+# engine name -> the model name its Engine reports as ``engine.model`` (what cache keys and run.json
+# call the model), read from ``resolve``'s output: each engine's constructor sets it so
+_MODEL_NAME = {
+    "llama.cpp": lambda kw: os.path.basename(kw["model_path"]),  # llamacpp.Engine: the GGUF file's name
+    "vllm": lambda kw: kw["model_name"],  # vllm_engine.Engine: the folder's name or the HF model id
+    "openai": lambda kw: kw["model"],  # openai_compat.Engine: the endpoint's model name
+}
+
+
+def model_name(kwargs: Mapping[str, Any]) -> str:
+    """The model name the engine described by ``resolve``'s output would report as ``engine.model``,
+    without building it (no model is loaded): for dry runs that compute cache keys (ragscale.prompts)."""
+    _module(kwargs["engine"])  # an unknown engine: the one-line UserError
+    return str(_MODEL_NAME[kwargs["engine"]](kwargs))
 
 
 def build(kwargs: Mapping[str, Any]) -> Any:
