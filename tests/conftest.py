@@ -23,18 +23,21 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 ORAG_MIRROR = os.environ.get("RAGSCALE_ORAG_MIRROR", "/work/.mirror/vectara+open-rag-eval/repo")
 ORAG_COMMIT = "dfc4175b522d1605d3d53626a141302740b6267c"  # the commit the TREC judges' templates come from
 MTRAG_MIRROR = os.environ.get("RAGSCALE_MTRAG_MIRROR", "/work/.mirror/IBM+mt-rag-benchmark/repo")
+RAGAS_MIRROR = os.environ.get("RAGSCALE_RAGAS_MIRROR", "/work/.mirror/explodinggradients+ragas/repo")
 CONFORMANCE = "conformance:"
 _REFERENCES = {  # name -> (local copy, how to provide it)
     "open-rag-eval": (ORAG_MIRROR, "git clone https://github.com/vectara/open-rag-eval DIR (it needs commit "
                                    f"{ORAG_COMMIT[:7]}), then RAGSCALE_ORAG_MIRROR=DIR"),
     "mt-rag-benchmark": (MTRAG_MIRROR, "git clone https://github.com/IBM/mt-rag-benchmark DIR, "
                                        "then RAGSCALE_MTRAG_MIRROR=DIR"),
+    "ragas": (RAGAS_MIRROR, "git clone https://github.com/explodinggradients/ragas DIR (it needs tag v0.3.3, "
+                            "MT-RAG's pin), then RAGSCALE_RAGAS_MIRROR=DIR"),
 }
 
 
 def reference_source(repo: str, path: str, commit: str = "HEAD", binary: bool = False) -> str | bytes:
     """The text (or bytes) of ``path`` at ``commit`` in the local copy of reference ``repo``
-    ("open-rag-eval" or "mt-rag-benchmark"), or skip the test saying how to provide the copy."""
+    ("open-rag-eval", "mt-rag-benchmark" or "ragas"), or skip the test saying how to provide the copy."""
     mirror, how = _REFERENCES[repo]
     try:
         out = subprocess.run(["git", "-C", mirror, "show", f"{commit}:{path}"], capture_output=True, check=True).stdout

@@ -29,8 +29,30 @@ The question is ragas' ``user_input``: for a RAGAS-style record that field; for 
 the conversation as ``speaker: text`` lines, as MT-RAG passes it to ragas for RL_F. Answer
 relevancy embeds the last user turn (``query_of``) instead, since a generated question is
 compared with a question, not with a whole conversation. No reference, or no contexts, gives
-``null`` with the reason (ragas refuses such samples). Outputs are constrained by JSON schemas
-(with caps on list lengths and text sizes); anything else is a parse failure, never a default.
+``null`` with the reason (ragas: NaN without a reference; with no contexts ragas 0.4.3 scores
+precision 0.0 and asks recall against an empty context). Outputs are constrained by JSON
+schemas (with caps on list lengths and text sizes); anything else is a parse failure, never a
+default.
+
+Under the ``reference`` protocol each judge runs ragas' own generation loop and parser
+(judges/faithfulness.py ``ask``, ``ask_all``: the prompt string as one user message, no
+schema, temperature 0.01, 0.3 for answer relevancy's n samples, ``extract_json`` + LangChain's
+JSON parser + pydantic's lax validation, FixOutputFormat for an output that does not parse) and
+ragas' handling of the edge cases:
+
+- every value of ragas' integer fields counts (``verdict``, ``attributed``: truthy is 1;
+  ``noncommittal`` as ``np.all`` reads it), no caps on list lengths or texts;
+- answer relevancy embeds ragas' ``user_input`` (``ragas_question``: the conversation of an
+  MT-RAG record) and asks even for an empty response; a sample that does not parse makes the
+  score ``null`` (ragas raises, NaN), where ``constrained`` averages the other samples;
+- context precision: a context whose verdict does not parse makes the score ``null`` (as in
+  ``constrained``); no contexts score 0.0 without asking (ragas' 1e-10 denominator);
+- context recall: no contexts are asked against an empty context (ragas joins an empty list);
+- no reference: ``null`` with the reason (ragas: a validation error, NaN); no user question
+  for answer relevancy: ``null`` (ragas would embed an empty string).
+
+The other differences (seed, ``max_tokens``, truncated outputs, re-asks after ragas gives up)
+are faithfulness.py's, listed there.
 """
 
 from __future__ import annotations
@@ -39,12 +61,12 @@ import re
 from typing import Any, Sequence
 
 from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
-from ragscale.judges.faithfulness import _input_json
-from ragscale.judges.templates import load_template
+from ragscale.judges.faithfulness import ask, ask_all, reference_prompt, render
 from ragscale.record import query_of
 from ragscale.metrics.registry import MetricSpec, declare
 
 VERSION = "ragas-0.4.3-v1"
+REFERENCE_VERSION = "ragas-0.4.3-ref-v1"
 ANSWER_RELEVANCY, CONTEXT_PRECISION, CONTEXT_RECALL = (
     "ragas_answer_relevancy", "ragas_context_precision", "ragas_context_recall")
 STRICTNESS = 3  # ragas ResponseRelevancy.strictness
@@ -75,22 +97,36 @@ RECALL_SCHEMA = {
 }
 
 
+# ragas' output models (shapes, as judges/faithfulness.py ``validate`` reads them)
+RELEVANCE_MODEL = {"question": str, "noncommittal": int}  # ResponseRelevanceOutput
+VERIFICATION_MODEL = {"reason": str, "verdict": int}  # Verification
+CLASSIFICATIONS_MODEL = {"classifications": [{"statement": str, "reason": str, "attributed": int}]}
+TEMPLATES = {ANSWER_RELEVANCY: "ragas_answer_relevancy_v1", CONTEXT_PRECISION: "ragas_context_precision_v1",
+             CONTEXT_RECALL: "ragas_context_recall_v1"}
+
+
 def _prompt(judge: str, template: str, data: dict, schema: dict, max_tokens: int,
             sampling: tuple[float, int] | None = None) -> JudgePrompt:
-    text = load_template(template) + "input: " + _input_json(data) + "\nOutput: "
+    text = render(template, data)
     return JudgePrompt(judge, VERSION, ({"role": "user", "content": text},), schema, max_tokens=max_tokens,
                        sampling=sampling)
 
 
+def reference(judge: str, data: dict, sample: int | None = None) -> JudgePrompt:
+    """A judge's ragas prompt under the reference protocol (``sample``: one of n samples, at 0.3)."""
+    return reference_prompt(judge, REFERENCE_VERSION, render(TEMPLATES[judge], data), sample,
+                            **({"temperature": SAMPLE_TEMPERATURE} if sample is not None else {}))
+
+
 def relevance_prompt(response: str, sample: int = 0) -> JudgePrompt:
     """ResponseRelevancePrompt for one response; ``sample`` picks the seed of one of the n samples."""
-    return _prompt(ANSWER_RELEVANCY, "ragas_answer_relevancy_v1", {"response": response}, RELEVANCE_SCHEMA, 160,
+    return _prompt(ANSWER_RELEVANCY, TEMPLATES[ANSWER_RELEVANCY], {"response": response}, RELEVANCE_SCHEMA, 160,
                    sampling=(SAMPLE_TEMPERATURE, sample))
 
 
 def precision_prompt(question: str, context: str, answer: str) -> JudgePrompt:
     """ContextPrecisionPrompt (QAC) for one retrieved context; ``answer`` is the reference."""
-    return _prompt(CONTEXT_PRECISION, "ragas_context_precision_v1",
+    return _prompt(CONTEXT_PRECISION, TEMPLATES[CONTEXT_PRECISION],
                    {"question": question, "context": context, "answer": answer}, VERIFICATION_SCHEMA, 192)
 
 
@@ -117,7 +153,7 @@ def recall_prompt(question: str, context: str, answer: str) -> JudgePrompt:
     """ContextRecallClassificationPrompt (QCA); ``context`` is the contexts joined with newlines."""
     schema = recall_schema(answer)
     cap = schema["properties"]["classifications"]["maxItems"]
-    return _prompt(CONTEXT_RECALL, "ragas_context_recall_v1",
+    return _prompt(CONTEXT_RECALL, TEMPLATES[CONTEXT_RECALL],
                    {"question": question, "context": context, "answer": answer}, schema,
                    min(4096, 64 + 176 * cap))  # an item: <= 400 + 200 characters of text and its keys
 
@@ -180,8 +216,11 @@ def ragas_question(obj: dict) -> str:
     return inquiry(turns) if isinstance(turns, list) and turns else query_of(obj)
 
 
-def answer_relevancy(obj: dict, row: dict, strictness: int = STRICTNESS) -> JudgeRun:
+def answer_relevancy(obj: dict, row: dict, strictness: int = STRICTNESS, protocol: str = "constrained",
+                     model: str = "") -> JudgeRun:
     """The question-generation round of answer relevancy (the cosine is the encoder pool's)."""
+    if protocol == "reference":
+        return (yield from _reference_relevancy(obj, row, strictness))
     answer = row.get("prediction") or ""
     question = query_of(obj)
     if not answer.strip():
@@ -198,37 +237,65 @@ def answer_relevancy(obj: dict, row: dict, strictness: int = STRICTNESS) -> Judg
         "noncommittal": [a["noncommittal"] for a in good], "failed": len(answers) - len(good)})
 
 
-def _context_inputs(row: dict, metric: str) -> tuple[list[str], str] | Undefined:
-    """(contexts, reference) of a record, or why a reference-based context metric is undefined."""
+def _reference_relevancy(obj: dict, row: dict, strictness: int) -> JudgeRun:
+    """ragas ``ResponseRelevancy._ascore``: n samples of one prompt; any sample without an output
+    that parses makes the score null (ragas raises: NaN)."""
+    question = ragas_question(obj)
+    if not question.strip():
+        return Undefined("no user question to compare the generated questions with")
+    answers = yield from ask_all([reference(ANSWER_RELEVANCY, {"response": row.get("prediction") or ""}, i)
+                                  for i in range(strictness)], RELEVANCE_MODEL)
+    failed = sum(isinstance(a, Failed) for a in answers)
+    good = [] if failed else answers
+    return JudgeResult({"answer_relevancy": None}, {
+        "question": question, "generated": [a["question"] for a in good],
+        "noncommittal": [a["noncommittal"] for a in good], "failed": failed})
+
+
+def _context_inputs(row: dict, metric: str, protocol: str = "constrained") -> tuple[list[str], str] | Undefined:
+    """(contexts, reference) of a record, or why a reference-based context metric is undefined
+    (under ``reference`` no contexts is not: ragas scores them)."""
     contexts = list(row.get("passages") or [])
     if not row.get("targets"):
         return Undefined(f"no reference answer ({metric} compares the retrieved contexts with the reference)")
-    if not contexts:
+    if not contexts and protocol != "reference":
         return Undefined("no retrieved contexts")
     return contexts, row["targets"][0]
 
 
-def context_precision(obj: dict, row: dict) -> JudgeRun:
+def context_precision(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """One verdict per retrieved context, then ragas' average precision."""
-    inputs = _context_inputs(row, "context_precision")
+    inputs = _context_inputs(row, "context_precision", protocol)
     if isinstance(inputs, Undefined):
         return inputs
-    contexts, reference = inputs
+    contexts, reference_answer = inputs
     question = ragas_question(obj)
-    verdicts: list[Any] = yield [(precision_prompt(question, c, reference), parse_verification) for c in contexts]
+    verdicts: list[Any]
+    if protocol == "reference":
+        outputs = yield from ask_all([reference(CONTEXT_PRECISION, {"question": question, "context": c,
+                                                                    "answer": reference_answer})
+                                      for c in contexts], VERIFICATION_MODEL)
+        verdicts = [o if isinstance(o, Failed) else o["verdict"] for o in outputs]
+    else:
+        verdicts = yield [(precision_prompt(question, c, reference_answer), parse_verification) for c in contexts]
     if any(isinstance(v, Failed) for v in verdicts):
         return JudgeResult({"context_precision": None},
                            {"verdicts": [None if isinstance(v, Failed) else v for v in verdicts]})
     return JudgeResult({"context_precision": average_precision(verdicts)}, {"verdicts": verdicts})
 
 
-def context_recall(obj: dict, row: dict) -> JudgeRun:
+def context_recall(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """One classification of the reference's sentences against the joined contexts."""
-    inputs = _context_inputs(row, "context_recall")
+    inputs = _context_inputs(row, "context_recall", protocol)
     if isinstance(inputs, Undefined):
         return inputs
-    contexts, reference = inputs
-    attributed = yield recall_prompt(ragas_question(obj), "\n".join(contexts), reference), parse_classifications
+    contexts, reference_answer = inputs
+    data = {"question": ragas_question(obj), "context": "\n".join(contexts), "answer": reference_answer}
+    if protocol == "reference":
+        output = yield from ask(reference(CONTEXT_RECALL, data), CLASSIFICATIONS_MODEL)
+        attributed = [c["attributed"] for c in output["classifications"]]
+    else:
+        attributed = yield recall_prompt(data["question"], data["context"], data["answer"]), parse_classifications
     score = recall_score(attributed)
     if isinstance(score, Undefined):
         return score
@@ -241,7 +308,7 @@ declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=("targets",), re
 
 
 JUDGE_SPECS = (
-    JudgeSpec(ANSWER_RELEVANCY, "answer_relevancy", VERSION, answer_relevancy),
-    JudgeSpec(CONTEXT_PRECISION, "context_precision", VERSION, context_precision),
-    JudgeSpec(CONTEXT_RECALL, "context_recall", VERSION, context_recall),
+    JudgeSpec(ANSWER_RELEVANCY, "answer_relevancy", VERSION, answer_relevancy, reference_version=REFERENCE_VERSION),
+    JudgeSpec(CONTEXT_PRECISION, "context_precision", VERSION, context_precision, reference_version=REFERENCE_VERSION),
+    JudgeSpec(CONTEXT_RECALL, "context_recall", VERSION, context_recall, reference_version=REFERENCE_VERSION),
 )

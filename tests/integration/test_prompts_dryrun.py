@@ -112,6 +112,9 @@ def test_dry_run_matches_the_real_run(tmp_path):
         spec = JUDGES[judge]
         mine = [x for x in ref if x["judge"] == judge and x["round"] == 1]
         assert {x["version"] for x in mine} == {spec.reference_version or spec.version}
-        assert len(mine) == sum(x["judge"] == judge and x["round"] == 1 and x["attempt"] == 0 for x in before)
+        constrained = sum(x["judge"] == judge and x["round"] == 1 and x["attempt"] == 0 for x in before)
+        # ragas (reference) also asks for the statements of a record without passages, which
+        # constrained leaves out ("no passages")
+        assert len(mine) == constrained if judge != FAITH else len(mine) >= constrained
         if spec.reference_version:
             assert not {x["cache_key"] for x in mine} & set(meta)
