@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from fake_judge import send_json
+
 
 def hash_vectors(texts: Sequence[str], dim: int = 8) -> np.ndarray:
     """Deterministic, text-dependent vectors (not normalised): a stand-in embedding model."""
@@ -103,15 +105,7 @@ class EmbeddingsServer:
                                  "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
 
             def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_json(self, status, payload)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -12,6 +12,19 @@ IDK_LABELS = ("yes", "partial", "no")
 IDK_SCORE = {"yes": 1.0, "partial": 0.5, "no": 0.0}
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict) -> None:
+    """Answer a request of the fake servers with ``payload`` as JSON (a client that gave up is ignored)."""
+    data = json.dumps(payload).encode()
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client gave up (timeout)
+
+
 def idk_label(response: str) -> str:
     """The fake judge's deterministic verdict on a response."""
     return IDK_LABELS[len(response) % 3]
@@ -57,15 +70,7 @@ class FlakyJudgeServer:
                                  "usage": {"prompt_tokens": 100, "completion_tokens": 5}})
 
             def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout)
+                send_json(self, status, payload)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
         self.httpd.daemon_threads = True
