@@ -8,10 +8,15 @@ at a time, one rouge-score call per pair, one BERTScore call per pair with a cac
 scorer, BertscoreP and BertscoreR from separate calls, BertKPrec per passage.
 ragscale runs end to end (Ray start, actor model load, records.jsonl, summaries).
 
+The on-disk embedding cache (encoder.disk_cache_path) is timed after: ``cold``, the same
+sweep with an empty cache; ``warm_new_responses``, new answers of the same "models" to the
+same tasks (each prediction prefixed), so only the answers are encoded; ``warm_same_inputs``,
+the cold run's inputs again (nothing encoded; its metrics must equal the cold run's exactly).
+
     .venv/bin/python benchmarks/algorithmic.py [--tasks 507] [--out benchmarks/results/algorithmic.json]
 
-Prints one JSON object: wall times, ratio, work counts, and the largest difference
-between the two implementations' metrics (a faithfulness check).
+Prints one JSON object: wall times, ratio, work counts, the largest difference between the
+two implementations' metrics (a faithfulness check), and the disk cache's cold/warm figures.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ def add_cli_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--models", default="target,truncated,passage")
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--skip-disk-cache", action="store_true", help="no cold/warm embedding-cache runs")
 
 
 # ---- the baseline: MT-RAG's reference loop, re-stated with the same libraries ----------
@@ -127,11 +133,12 @@ def run_baseline(files: list[str]) -> tuple[float, dict, int]:
     return wall, out, pieces
 
 
-def run_ragscale(files: list[str], out_dir: str) -> tuple[float, dict, dict]:
+def run_ragscale(files: list[str], out_dir: str, overrides: tuple[str, ...] = ()) -> tuple[float, dict, dict]:
     from ragscale.run import compose, execute
 
     t0 = time.perf_counter()
-    cfg = compose(["+scenario=mtrag", f"input=[{','.join(files)}]", f"output_dir={out_dir}", "print_summary=false", "steps=[algorithmic]"])
+    cfg = compose(["+scenario=mtrag", f"input=[{','.join(files)}]", f"output_dir={out_dir}", "print_summary=false",
+                   "steps=[algorithmic]", *overrides])
     code = execute(cfg, printer=lambda s: print(s, file=sys.stderr))
     wall = time.perf_counter() - t0
     if code != 0:
@@ -160,6 +167,40 @@ def max_diffs(a: dict, b: dict) -> dict:
     return diffs
 
 
+def new_responses(files: list[str], out_dir: str) -> list[str]:
+    """Each sweep file again as another model's (``<model>-new``): every prediction prefixed, the tasks unchanged."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for path in files:
+        new = os.path.join(out_dir, os.path.basename(path).replace(".jsonl", "-new.jsonl"))
+        with open(path) as fh, open(new, "w") as out:
+            for line in fh:
+                rec = json.loads(line)
+                rec["predictions"] = [{**p, "text": f"In short: {p['text']}"} for p in rec["predictions"]]
+                out.write(json.dumps(rec) + "\n")
+        paths.append(new)
+    return paths
+
+
+def disk_cache_runs(files: list[str], work: str) -> dict:
+    """Cold (empty cache), warm with new responses, warm with the same inputs: wall seconds,
+    the encoder stage's compute seconds and its counters; the cache's file size."""
+    cache = os.path.join(work, "cache", "embeddings.sqlite")
+    override = (f"encoder.disk_cache_path={cache}",)
+    out: dict = {}
+    results = {}
+    for name, inputs in (("cold", files), ("warm_new_responses", new_responses(files, os.path.join(work, "new"))),
+                         ("warm_same_inputs", files)):
+        wall, results[name], run = run_ragscale(inputs, os.path.join(work, f"ragscale-{name}"), override)
+        enc = run["encoder_work"]
+        out[name] = {"wall_s": round(wall, 2), "encoder_compute_s": run["timings_s"]["stage_compute"].get("encoder_s"),
+                     **{k: enc[k] for k in ("texts_requested", "texts_encoded", "tokens_encoded", "disk_hits",
+                                            "disk_bytes_read", "disk_bytes_written", "disk_evicted", "disk_errors")}}
+    out["cache_file_bytes"] = os.path.getsize(cache)
+    out["warm_same_inputs_max_abs_diff"] = max_diffs(results["warm_same_inputs"], results["cold"])
+    return out
+
+
 def main(args: argparse.Namespace) -> dict:
     from make_sweep import make_sweep
 
@@ -186,6 +227,8 @@ def main(args: argparse.Namespace) -> dict:
         result["encoder_work_ratio"] = round(bl_pieces / max(1, run["encoder_work"]["tokens_encoded"]), 2)
         result["speedup"] = round(bl_wall / rs_wall, 2)
         result["max_abs_diff"] = max_diffs(rs_results, bl_results)
+    if not args.skip_disk_cache:
+        result["disk_cache"] = disk_cache_runs(files, work)
     emit(result, args.out)
     return result
 

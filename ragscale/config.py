@@ -19,6 +19,12 @@ class EncoderConf:
     max_length: Optional[int] = None
     batch_tokens: int = 4096
     cache_mb: int = 256
+    # On-disk embedding cache across runs (docs/performance.md "Embedding cache"); null: off.
+    # Off by default: an embedding read back is the stored run's, which can differ from a
+    # fresh one in the last float bits (batch shapes), so exact replays must not share one.
+    disk_cache_path: Optional[str] = None
+    disk_cache_mb: int = 2048
+    dtype: str = "fp32"  # the forward pass's precision: fp32 | bf16 (CPU or GPU) | fp16 (GPU)
 
 
 @dataclass

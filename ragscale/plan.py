@@ -54,7 +54,11 @@ class RunPlan:
     def fingerprint(self) -> dict:
         """What must not change between a run and its resumption in the same output_dir."""
         enc = {k: self.encoder_conf[k] for k in ("name", "model", "num_layers", "rescale_with_baseline", "baseline", "max_length")}
+        if self.encoder_conf.get("dtype", "fp32") != "fp32":  # absent at fp32: old fingerprints hold
+            enc["dtype"] = self.encoder_conf["dtype"]
         judge = {k: self.judge_conf.get(k) for k in ("engine", "model", "seed")} if "judge" in self.stages else None
+        if judge is not None and self.judge_conf.get("protocol", "constrained") != "constrained":
+            judge["protocol"] = self.judge_conf["protocol"]  # likewise absent for the default
         out = {"scenario": self.scenario, "steps": list(self.steps), "metrics": list(self.metrics), "encoder": enc,
                "judge": judge, "inputs": [f.path for f in self.files]}
         if self.expectations is not None:
@@ -64,7 +68,9 @@ class RunPlan:
         if self.relevancy_kwargs and "answer_relevancy" in self.metrics:  # absent offline: old fingerprints hold
             out["relevancy_embeddings"] = {k: self.relevancy_kwargs[k] for k in ("model", "base_url")}
         if self.panel_kwargs:
-            out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")} for c in self.panel_confs]
+            out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")}
+                                  | ({"protocol": c["protocol"]} if c.get("protocol", "constrained") != "constrained" else {})
+                                  for c in self.panel_confs]
         return out
 
 

@@ -76,7 +76,8 @@ def models_info(plan: Any, cfg: Any) -> dict:
         "encoder": {
             "name": enc["name"], "model": enc["model"], "local_path": plan.encoder_kwargs.get("model_path"),
             "num_layers": enc["num_layers"], "bertscore_rescaled_with_baseline": bool(plan.baseline),
-            "baseline": plan.baseline, "idf": False,
+            "baseline": plan.baseline, "idf": False, "dtype": plan.encoder_kwargs.get("dtype"),
+            "disk_cache_path": plan.encoder_kwargs.get("disk_cache_path"),
         } if "encoder" in plan.stages else None,
         "judge": {
             "name": plan.judge_conf["name"], "engine": plan.judge_conf["engine"], "model": plan.judge_conf["model"],

@@ -4,7 +4,8 @@ Loads a Hugging Face encoder exactly as bert-score 0.3.13 does (``AutoModel``, l
 above ``num_layers`` dropped, ``tokenizer.encode(text.strip(), add_special_tokens=True,
 truncation=True, max_length=...)``) and embeds each unique text once, sorted by length
 and batched under a token budget. An LRU cache (bounded in MB) keeps embeddings of texts
-that recur across batches (a task's reference and passages in a model sweep).
+that recur across batches (a task's reference and passages in a model sweep), and an
+optional on-disk store (ragscale.actors.embedding_store) keeps them across runs.
 """
 
 from __future__ import annotations
@@ -33,7 +34,16 @@ def plan_encoder(conf: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[d
         "batch_tokens": conf["batch_tokens"],
         "cache_mb": conf["cache_mb"],
         "torch_threads": pool.get("torch_threads") or (os.cpu_count() if not cluster.get("address") else None),
+        "dtype": conf["dtype"],
+        "disk_cache_path": os.path.abspath(conf["disk_cache_path"]) if conf["disk_cache_path"] else None,
+        "disk_cache_mb": conf["disk_cache_mb"],
     }
+    if conf["dtype"] not in Encoder.DTYPES:
+        raise UserError(f"encoder.dtype={conf['dtype']!r}: one of {', '.join(Encoder.DTYPES)}")
+    if conf["dtype"] == "fp16" and not pool.get("num_gpus"):
+        raise UserError("encoder.dtype=fp16 needs a GPU (cluster.encoder.num_gpus > 0); on a CPU use bf16 or fp32")
+    if not isinstance(conf["disk_cache_mb"], int) or conf["disk_cache_mb"] < 1:
+        raise UserError(f"encoder.disk_cache_mb must be a positive integer, got {conf['disk_cache_mb']!r}")
     baseline = None
     if conf["rescale_with_baseline"]:
         baseline = conf["baseline"]
@@ -43,7 +53,11 @@ def plan_encoder(conf: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[d
 
 
 class Encoder:
-    """Token-embedding model (CPU or GPU), bert-score compatible."""
+    """Token-embedding model (CPU or GPU), bert-score compatible. ``dtype`` is the forward
+    pass's precision (embeddings are returned and stored in fp32); ``disk_cache_path`` (None:
+    off) an :class:`~ragscale.actors.embedding_store.EmbeddingStore` of ``disk_cache_mb``."""
+
+    DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # encoder.dtype -> torch dtype
 
     def __init__(
         self,
@@ -54,6 +68,9 @@ class Encoder:
         cache_mb: int = 256,
         torch_threads: int | None = None,
         device: str | None = None,
+        dtype: str = "fp32",
+        disk_cache_path: str | None = None,
+        disk_cache_mb: int = 2048,
     ):
         from ragscale.actors._torch import start_torch
 
@@ -68,7 +85,10 @@ class Encoder:
         if not 0 < num_layers <= len(layers):
             raise ValueError(f"num_layers={num_layers} but the model has {len(layers)} layers")
         model.encoder.layer = torch.nn.ModuleList(list(layers[:num_layers]))
-        self.model = model.to(self.device)
+        if dtype not in self.DTYPES:
+            raise ValueError(f"dtype={dtype!r}: one of {', '.join(self.DTYPES)}")
+        self.dtype = dtype
+        self.model = model.to(self.device, dtype=getattr(torch, self.DTYPES[dtype]))
         limit = min(self.tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", 10**9))
         self.max_length = int(max_length or limit)
         self.special = {self.tokenizer.cls_token_id, self.tokenizer.sep_token_id}
@@ -81,7 +101,26 @@ class Encoder:
         self.cache: OrderedDict[str, TokenEmbedding] = OrderedDict()
         self.cache_bytes = 0
         self.cache_limit = int(cache_mb) * 2**20
-        self.stats = {"texts_requested": 0, "texts_encoded": 0, "tokens_encoded": 0, "cache_hits": 0, "truncated": 0}
+        self.model_path, self.num_layers = model_path, int(num_layers)
+        self.disk_cache_path, self.disk_cache_mb = disk_cache_path, int(disk_cache_mb)
+        self._store: Any = None  # the EmbeddingStore, opened on the first embed (on the actor's thread)
+        self._key_prefix = b""
+        self.stats = {"texts_requested": 0, "texts_encoded": 0, "tokens_encoded": 0, "cache_hits": 0, "truncated": 0,
+                      "disk_hits": 0, "disk_bytes_read": 0, "disk_bytes_written": 0, "disk_evicted": 0,
+                      "disk_errors": 0}
+
+    def _disk(self) -> Any:
+        """The on-disk store (None when off or disabled), opened on first use."""
+        if self.disk_cache_path and self._store is None:
+            from ragscale.actors.embedding_store import EmbeddingStore, encoder_identity
+
+            device = self.device  # numerics differ between devices: a GPU's model is part of the key
+            if self.torch.device(device).type == "cuda":
+                device = f"cuda:{self.torch.cuda.get_device_name(device)}"
+            self._key_prefix = encoder_identity(self.model_path, self.num_layers, self.max_length, self.dtype, device)
+            self._store = EmbeddingStore(self.disk_cache_path, self.disk_cache_mb)
+            self.stats["disk_errors"] += self._store.errors  # a file rebuilt or not opened
+        return self._store if self._store is not None and self._store.enabled else None
 
     def _token_ids(self, texts: Sequence[str]) -> list[tuple[list[int], bool]]:
         enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
@@ -94,8 +133,8 @@ class Encoder:
         return out
 
     def embed(self, texts: Sequence[str]) -> dict[str, TokenEmbedding]:
-        """Embeddings for each text (already stripped), from the cache or the model."""
-        torch = self.torch
+        """Embeddings for each text (already stripped): from the memory cache, else the disk
+        store (one lookup for all), else the model (the new ones stored in one transaction)."""
         result: dict[str, TokenEmbedding] = {}
         todo: list[str] = []
         self.stats["texts_requested"] += len(texts)
@@ -107,8 +146,37 @@ class Encoder:
                 self.stats["cache_hits"] += 1
             else:
                 todo.append(t)
-        if not todo:
+        store = self._disk() if todo else None
+        if store is None:
+            self._encode(todo, result)
             return result
+        from ragscale.actors.embedding_store import text_key
+
+        keys = {t: text_key(self._key_prefix, t) for t in todo}
+        errors = store.errors
+        found, nbytes = store.get_many(list(keys.values()))
+        self.stats["disk_bytes_read"] += nbytes
+        rest = []
+        for t in todo:
+            emb = found.get(keys[t])
+            if emb is None:
+                rest.append(t)
+            else:
+                result[t] = emb
+                self._remember(t, emb)
+                self.stats["disk_hits"] += 1
+        self._encode(rest, result)
+        written, evicted = store.put_many([(keys[t], result[t]) for t in rest])
+        self.stats["disk_bytes_written"] += written
+        self.stats["disk_evicted"] += evicted
+        self.stats["disk_errors"] += store.errors - errors
+        return result
+
+    def _encode(self, todo: Sequence[str], result: dict[str, TokenEmbedding]) -> None:
+        """Encode ``todo`` with the model into ``result`` and the memory cache."""
+        torch = self.torch
+        if not todo:
+            return
         ids = self._token_ids(todo)
         order = sorted(range(len(todo)), key=lambda i: len(ids[i][0]))
         start = 0
@@ -128,9 +196,9 @@ class Encoder:
                 input_ids[row, : len(seq)] = torch.tensor(seq)
                 mask[row, : len(seq)] = 1
             with torch.inference_mode():
-                hidden = self.model(input_ids.to(self.device), attention_mask=mask.to(self.device))[0]
+                hidden = self.model(input_ids.to(self.device), attention_mask=mask.to(self.device))[0].float()
                 hidden = hidden / hidden.norm(dim=-1, keepdim=True)
-                hidden = hidden.float().cpu().numpy()
+                hidden = hidden.cpu().numpy()
             for row, i in enumerate(group):
                 seq, truncated = ids[i]
                 weights = np.array([0.0 if tok in self.special else 1.0 for tok in seq], dtype=np.float32)
@@ -141,7 +209,6 @@ class Encoder:
                 self.stats["truncated"] += int(truncated)
             self.stats["texts_encoded"] += len(group)
             start = end
-        return result
 
     def sentence_embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Sentence embeddings ``[len(texts), dim]``: the mean of the last kept layer's token
@@ -157,7 +224,7 @@ class Encoder:
                                  max_length=limit, return_tensors="pt")
             mask = enc["attention_mask"].to(self.device)
             with torch.inference_mode():
-                hidden = self.model(input_ids=enc["input_ids"].to(self.device), attention_mask=mask)[0]
+                hidden = self.model(input_ids=enc["input_ids"].to(self.device), attention_mask=mask)[0].float()
                 pooled = (hidden * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
             out.append(pooled.float().cpu().numpy())

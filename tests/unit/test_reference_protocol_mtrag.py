@@ -259,3 +259,14 @@ def test_protocol_recorded_and_checked() -> None:
     assert JUDGES["radbench"].version_for("constrained") == radbench.VERSION
     assert JUDGES["underspecified"].options("constrained", "m") == {"protocol": "constrained", "model": "m"}
     assert underspecified.REFERENCE_VERSION != underspecified.VERSION
+
+
+def test_the_protocol_is_part_of_the_resume_fingerprint():
+    """Resuming an output_dir under another protocol would mix two judgings: the fingerprint
+    names a non-default protocol (and leaves the default out, so older runs still resume)."""
+    from ragscale.plan import compose, plan_run
+
+    base = ["+scenario=mtrag", "steps=[idk]"]
+    constrained = plan_run(compose(base)).fingerprint()
+    reference = plan_run(compose([*base, "judge.protocol=reference"])).fingerprint()
+    assert "protocol" not in constrained["judge"] and reference["judge"]["protocol"] == "reference"
