@@ -129,7 +129,7 @@ def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) ->
     for rank, model, d in order:
         row: dict[str, Any] = {"rank": "–" if rank is None else str(rank), "model": model,
                                "count": d["count"], "errors": d["errors"],
-                               "better": ", ".join(wins.get(model, [])) or "—"}
+                               "better": ", ".join(wins.get(model, [])) or "—", "estimates": []}
         if calibrated:
             c = cal.get(model) or {}
             row["estimates"] = [c.get("calibrated"), c.get("naive") or _judge_estimate(d, metric, scan, model),

@@ -137,7 +137,8 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
             ("turn", pa.string()),
             ("answerability", pa.string()),
             ("prediction", pa.string()),
-            ("metrics", pa.struct([(m, mtype(m)) for m in metrics])),
+            # Parquet has no empty struct: a run without per-record metrics (steps=[consistency]) has no column
+            *([("metrics", pa.struct([(m, mtype(m)) for m in metrics]))] if metrics else []),
             ("error_stage", pa.string()),
             ("error_message", pa.string()),
             ("warnings", pa.list_(pa.string())),

@@ -199,3 +199,17 @@ def test_bad_csv_header_is_one_line_before_ray(tmp_path):
     assert res.returncode == 2
     assert res.stderr.startswith("ragscale: error:") and "bad.csv" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert "Traceback" not in res.stderr
+
+
+def test_consistency_alone(tmp_path):
+    """steps=[consistency]: no per-record metric, yet records.parquet, consistency.jsonl and
+    report.html are written (an empty metrics struct used to fail the Parquet writer)."""
+    inp, out = write_csv(tmp_path / "in.csv"), tmp_path / "out"
+    res = run_cli(f"input={inp}", f"output_dir={out}", "steps=[consistency]", "consistency.min_runs=2")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "warning" not in res.stdout + res.stderr
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "records.parquet").num_rows == len(records(out))
+    lines = [json.loads(x) for x in open(out / "consistency.jsonl")]
+    assert [x["query_id"] for x in lines] == ["cap"] and os.path.getsize(out / "report.html") > 0

@@ -173,3 +173,18 @@ def test_run_consistency_keeps_min_runs_and_records_its_settings(tmp_path):
                      "encoder": encoder}
     (line,) = [json.loads(x) for x in open(tmp_path / "consistency.jsonl")]
     assert line["query_id"] == "q3" and line["pairs"] == 0 and line["similarity"]["rouge_score"] is None
+
+
+def test_a_consistency_only_run_writes_parquet_and_the_report_rows():
+    """steps=[consistency] has no per-record metric: records.parquet has no (empty, unwritable)
+    metrics struct, and the report's leaderboard rows have no estimates rather than a missing key."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ragscale.report.summary import _parquet_schema
+
+    schema = _parquet_schema([])
+    assert "metrics" not in schema.names and "record_key" in schema.names
+    table = pa.Table.from_pylist([{"record_key": "k", "metrics": {}, "warnings": []}], schema=schema)
+    pq.write_table(table, pa.BufferOutputStream())  # raised ArrowNotImplementedError with an empty struct
+    assert "metrics" in _parquet_schema(["Recall"]).names
