@@ -49,11 +49,16 @@ class JudgePoolConf(PoolConf):
     ``tensor_parallel_size`` (null: ``judge.options.tensor_parallel_size``, else
     ``num_gpus`` when it is a whole number >= 1, else 1) and ``gpu_memory_utilization``
     (null: ``judge.options.gpu_memory_utilization``, else vLLM's 0.9). The vLLM engine reads
-    them (actors/engines/vllm_engine.py ``resolve``); other engines ignore them."""
+    them (actors/engines/vllm_engine.py ``resolve``); other engines ignore them.
+    ``batches_in_flight``: batches each judge actor works on at once (a threaded actor) when its
+    engine streams (has ``submit``: vLLM, OpenAI-compatible), so the engine never waits for a batch to be read,
+    parsed or written; null: 4 for a streaming engine, 1 otherwise (an engine that does not
+    stream judges one batch at a time anyway)."""
 
     batch_size: int = 32
     tensor_parallel_size: Optional[int] = None
     gpu_memory_utilization: Optional[float] = None
+    batches_in_flight: Optional[int] = None
 
 
 @dataclass

@@ -28,9 +28,11 @@ from ragscale.io.inputs import Pointer, PointerArray
 log = logging.getLogger("ragscale")
 
 
-def actor_pool(pool: dict, batch_size: int, max_size: int | None = None) -> dict:
+def actor_pool(pool: dict, batch_size: int, max_size: int | None = None, calls: int = 1) -> dict:
     """``map_batches`` arguments of an actor pool from its ``cluster.<pool>`` config: the
     ActorPoolStrategy (``size``, at most ``max_size``), batch size, CPUs and GPUs per actor.
+    ``calls`` > 1: each actor is threaded and works on that many batches at once (a streaming
+    judge engine, ragscale/actors/judge.py).
 
     Fault tolerance (docs/fault-tolerance.md): Ray Data creates pool actors with
     ``max_restarts=-1`` and ``max_task_retries=-1``, so a dead actor (its node lost, a crash,
@@ -45,7 +47,10 @@ def actor_pool(pool: dict, batch_size: int, max_size: int | None = None) -> dict
 
     size = int(pool.get("size", 1))
     out = {
-        "compute": ActorPoolStrategy(size=max(1, min(size, max_size)) if max_size is not None else size),
+        "compute": ActorPoolStrategy(
+            size=max(1, min(size, max_size)) if max_size is not None else size,
+            **({"max_concurrent_calls_per_actor": calls, "max_tasks_in_flight_per_actor": calls,
+                "enable_true_multi_threading": True} if calls > 1 else {})),
         "batch_size": int(pool.get("batch_size", batch_size)),
         "num_cpus": float(pool.get("num_cpus", 1.0)),
         "num_gpus": float(pool.get("num_gpus", 0.0)),
@@ -203,7 +208,7 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
                                 num_cpus=st.num_cpus, fn_kwargs=dict(st.kwargs))
         else:
             ds = ds.map_batches(actor_class(st, hub, label), fn_constructor_kwargs=dict(st.kwargs),
-                                batch_format="pyarrow", **actor_pool(st.pool, st.batch_size or 256))
+                                batch_format="pyarrow", **actor_pool(st.pool, st.batch_size or 256, calls=st.calls))
 
     stats: dict[str, float] = {}
     from ragscale.record import OUTPUT_COLUMNS

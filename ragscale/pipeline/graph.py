@@ -7,7 +7,7 @@ refuses, in one line, a stage whose need no earlier stage produces. No Ray impor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ragscale.errors import UserError
 from ragscale.metrics.registry import lookup
@@ -49,8 +49,22 @@ def _judge_stages(plan: Any) -> list[Stage]:
         made = frozenset(m for j in kwargs["judges"] for m in JUDGES[j].metrics if m in plan.metrics)
         produces = frozenset({f"{m}{suffix}" for m in made} | {f"details:{j}" for j in kwargs["judges"]})
         out.append(Stage("judge", JudgeActor, kwargs, needs=_needs(made), produces=produces, pool=pool,
-                         batch_size=16, restart_counter="judge_actor_restarts"))
+                         batch_size=16, restart_counter="judge_actor_restarts",
+                         calls=batches_in_flight(kwargs["engine"], pool)))
     return out
+
+
+def batches_in_flight(engine: Mapping[str, Any], pool: Mapping[str, Any]) -> int:
+    """Batches a judge actor works on at once: ``cluster.judge.batches_in_flight``, else 4 when
+    the engine streams (ragscale.actors.engines.streams), else 1."""
+    from ragscale.actors.engines import streams
+
+    asked = pool.get("batches_in_flight")
+    if asked is None:
+        return 4 if streams(engine) else 1
+    if int(asked) < 1:
+        raise UserError(f"cluster.judge.batches_in_flight must be >= 1 (or null), got {asked}")
+    return int(asked)
 
 
 def build_stages(plan: Any) -> list[Stage]:

@@ -40,6 +40,7 @@ class Stage:
     batch_size: int | None = 256
     num_cpus: float = 0.1  # of a CPU task
     restart_counter: str | None = None  # run.json counter of the pool's actor restarts
+    calls: int = 1  # batches an actor of the pool works on at once (threaded; a streaming judge engine)
 
 
 def to_table(rows: list[dict]) -> pa.Table:

@@ -29,7 +29,7 @@ PROFILES = ("local", "ray", "1xh100", "8xh100")
 # profile -> (GPUs of the machine it describes, expected pools: name -> (size, num_cpus, num_gpus, batch_size), judge TP)
 GPU_PROFILES = {
     "1xh100": (1, {"encoder": (1, 2, 0.1, 2048), "nli": (1, 1, 0.1, 64), "judge": (1, 2, 0.7, 256)}, 1, 0.7),
-    "8xh100": (8, {"encoder": (2, 4, 0.25, 2048), "nli": (2, 2, 0.25, 128), "judge": (3, 4, 2, 256)}, 2, 0.9),
+    "8xh100": (8, {"encoder": (2, 4, 0.25, 2048), "nli": (2, 2, 0.25, 128), "judge": (6, 4, 1, 256)}, 1, 0.9),
 }
 
 
@@ -228,6 +228,10 @@ def test_gpu_profile_pools_and_tensor_parallelism_reach_ray_data_and_vllm(profil
     assert total <= gpus + 1e-9, f"{profile}: the pools ask for {total} GPUs, the profile has {gpus}"
     judge_kwargs = calls["JudgeActor"]["fn_constructor_kwargs"]
     assert judge_kwargs["engine"]["tensor_parallel_size"] == tp
+    # vLLM streams: each judge actor is threaded, with 4 batches in flight; the other pools one at a time
+    judge = calls["JudgeActor"]["compute"]
+    assert (judge.max_concurrent_calls_per_actor, judge.max_tasks_in_flight_per_actor) == (4, 4)
+    assert judge.enable_true_multi_threading and calls["EncoderActor"]["compute"].max_concurrent_calls_per_actor is None
 
     # ... and the judge actor's engine hands it to vllm.LLM
     import vllm
@@ -243,8 +247,9 @@ def test_gpu_profile_pools_and_tensor_parallelism_reach_ray_data_and_vllm(profil
     [
         (["cluster.judge.tensor_parallel_size=4", "cluster.judge.num_gpus=4", "cluster.judge.size=1"], 4, 4),
         (["cluster.judge.tensor_parallel_size=null", "cluster.judge.num_gpus=1"], 1, 1),  # from num_gpus
-        (["cluster.judge.tensor_parallel_size=null"], 2, 2),  # num_gpus 2 -> TP 2
-        (["judge.options.tensor_parallel_size=2"], 2, 2),  # the judge's own setting, consistent
+        (["cluster.judge.tensor_parallel_size=null", "cluster.judge.num_gpus=2", "cluster.judge.size=3"], 2, 2),  # num_gpus 2 -> TP 2
+        (["judge.options.tensor_parallel_size=2", "cluster.judge.tensor_parallel_size=null", "cluster.judge.num_gpus=2",
+          "cluster.judge.size=3"], 2, 2),  # the judge's own setting, consistent
     ],
 )
 def test_tensor_parallel_size_sources(overrides, tp, gpus, fake_vllm):
@@ -259,7 +264,7 @@ def test_tensor_parallel_size_sources(overrides, tp, gpus, fake_vllm):
     "overrides, message",
     [
         (["judge.options.tensor_parallel_size=4"], "judge.options.tensor_parallel_size=4 needs cluster.judge.num_gpus=4"),
-        (["cluster.judge.num_gpus=3"], "cluster.judge.tensor_parallel_size=2 needs cluster.judge.num_gpus=2"),
+        (["cluster.judge.num_gpus=3"], "cluster.judge.tensor_parallel_size=1 needs cluster.judge.num_gpus=1"),
         (["cluster.judge.tensor_parallel_size=0"], "must be a positive integer"),
         (["cluster.judge.gpu_memory_utilization=1.5"], "gpu_memory_utilization must be a number in (0, 1]"),
     ],
@@ -281,3 +286,19 @@ def test_cpu_judges_ignore_the_gpu_placement_options():
     cfg = compose(["+scenario=mtrag", "cluster=8xh100", "steps=[idk]"])
     engine = validate(cfg).judge_kwargs["engine"]
     assert engine["engine"] == "llama.cpp" and "tensor_parallel_size" not in engine
+
+
+@pytest.mark.parametrize("engine, asked, calls", [("vllm", None, 4), ("llama.cpp", None, 1), ("openai", None, 4),
+                                                  ("vllm", 2, 2), ("llama.cpp", 3, 3)])
+def test_batches_in_flight_follow_the_engine_unless_asked(engine, asked, calls):
+    """cluster.judge.batches_in_flight: null gives 4 to an engine that streams (submit), 1 to the others."""
+    from ragscale.errors import UserError
+    from ragscale.pipeline.execute import actor_pool
+    from ragscale.pipeline.graph import batches_in_flight
+
+    n = batches_in_flight({"engine": engine}, {"batches_in_flight": asked})
+    assert n == calls
+    compute = actor_pool({"size": 2}, 16, calls=n)["compute"]
+    assert compute.max_concurrent_calls_per_actor == (n if n > 1 else None)
+    with pytest.raises(UserError, match="batches_in_flight must be >= 1"):
+        batches_in_flight({"engine": engine}, {"batches_in_flight": 0})

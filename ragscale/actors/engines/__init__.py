@@ -126,6 +126,12 @@ def model_name(kwargs: Mapping[str, Any]) -> str:
     return str(_MODEL_NAME[kwargs["engine"]](kwargs))
 
 
+def streams(kwargs: Mapping[str, Any]) -> bool:
+    """Whether the engine of ``resolve``'s output takes prompts one by one (``submit``), so that
+    a judge actor streams them and may work on several batches at once."""
+    return callable(getattr(_module(kwargs["engine"]).Engine, "submit", None))
+
+
 def build(kwargs: Mapping[str, Any]) -> Any:
     """Construct the engine described by ``resolve``'s output (inside the actor)."""
     kw = dict(kwargs)

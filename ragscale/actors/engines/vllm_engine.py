@@ -48,6 +48,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
+import threading
+import time
+from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.actors.engines import Generation, safe_messages
@@ -212,6 +216,13 @@ def _counting_tqdm(on_done: Callable[[int], None]) -> Callable[..., Any]:
     return Counting
 
 
+def _external_id(request_id: str) -> str:
+    """The id ``LLM`` gave a request (a counter): vLLM >= 0.12 suffixes it internally with
+    ``-<8 random characters>`` in what ``enqueue_chat`` returns, and reports outputs under
+    either form depending on the version."""
+    return request_id.split("-", 1)[0]
+
+
 class Engine:
     """``vllm.LLM`` with JSON-schema constrained decoding, greedy by default; one batch per call."""
 
@@ -266,6 +277,12 @@ class Engine:
         self.model = model_name
         self.seed = seed
         self._rejected: tuple = _rejected_errors()
+        self._submitted: queue.SimpleQueue = queue.SimpleQueue()
+        self._loop_thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
+        self._broken: str | None = None
+        # the streaming loop's counters: engine steps, seconds inside them (the engine busy), requests
+        self.stream_stats: dict[str, float] = {"steps": 0, "busy_s": 0.0, "requests": 0}
 
     def _params(self, p: JudgePrompt, temperature: float, seed: int) -> Any:
         from vllm import SamplingParams
@@ -295,9 +312,19 @@ class Engine:
 
         A prompt vLLM rejects (e.g. longer than ``max_model_len``) fails the whole batch call:
         then each prompt is submitted alone and only the rejected ones get ``error`` set.
+        Once ``submit`` has started the streaming loop, the prompts go through it (one owner of
+        the engine).
         """
         if not prompts:
             return []
+        if self._loop_thread is not None:
+            futures = [self.submit(p, temperature, self.seed if seed is None else seed) for p in prompts]
+            out = []
+            for f in futures:
+                out.append(f.result())
+                if on_done is not None:
+                    on_done(1)
+            return out
         params = [self._params(p, temperature, self.seed if seed is None else seed) for p in prompts]
         try:
             return self._chat(prompts, params, on_done)
@@ -313,3 +340,86 @@ class Engine:
         except self._rejected as e:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             return [Generation("", error=f"vllm: {msg}")]
+
+    # -- streaming: requests join the running batch as they are submitted ------------------
+
+    def submit(self, prompt: JudgePrompt, temperature: float = 0.0, seed: int | None = None) -> Future:
+        """Queue one prompt; the Future resolves to its Generation (an ``error`` on failure, it
+        never raises). A background thread owns the engine: it adds what was submitted between
+        two engine steps to the running batch (continuous batching across records, rounds and
+        concurrent batches of the judge actor), so a record's next round starts as soon as its
+        own prompt is back. Prompts queued together are added in order of their text, so those
+        sharing a prefix are scheduled together and vLLM's prefix cache stays hot."""
+        fut: Future = Future()
+        sp = self._params(prompt, temperature, self.seed if seed is None else seed)
+        with self._loop_lock:
+            if self._broken is not None:
+                fut.set_result(Generation("", error=self._broken))
+                return fut
+            self._submitted.put((prompt, sp, fut))
+            if self._loop_thread is None:
+                self._loop_thread = threading.Thread(target=self._loop, name="vllm-stream", daemon=True)
+                self._loop_thread.start()
+        return fut
+
+    def _drain(self, block: bool) -> list[tuple[JudgePrompt, Any, Future]]:
+        items = [self._submitted.get()] if block else []
+        while True:
+            try:
+                items.append(self._submitted.get_nowait())
+            except queue.Empty:
+                return items
+
+    def _enqueue(self, items: list[tuple[JudgePrompt, Any, Future]], pending: dict[str, Future]) -> None:
+        """Add ``items`` to the engine (prefix order); a rejected prompt resolves to its error."""
+        items = sorted(items, key=lambda it: it[0].text())
+        try:
+            ids = self.llm.enqueue_chat([safe_messages(p.messages) for p, _, _ in items], [sp for _, sp, _ in items],
+                                        use_tqdm=False)
+        except self._rejected:  # vLLM aborted the ones it had added: add them one by one
+            for it in items:
+                try:
+                    (rid,) = self.llm.enqueue_chat([safe_messages(it[0].messages)], [it[1]], use_tqdm=False)
+                except self._rejected as e:
+                    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    it[2].set_result(Generation("", error=f"vllm: {msg}"))
+                else:
+                    pending[_external_id(rid)] = it[2]
+            return
+        for rid, (_, _, fut) in zip(ids, items):
+            pending[_external_id(rid)] = fut
+
+    def _loop(self) -> None:
+        engine = self.llm.llm_engine
+        pending: dict[str, Future] = {}
+        try:
+            while True:
+                items = self._drain(block=not pending)
+                if items:
+                    self.stream_stats["requests"] += len(items)
+                    self._enqueue(items, pending)
+                if not pending:
+                    continue
+                if not engine.has_unfinished_requests():  # never expected: fail them rather than spin
+                    for fut in pending.values():
+                        fut.set_result(Generation("", error="vllm: the engine dropped the request"))
+                    pending.clear()
+                    continue
+                t0 = time.perf_counter()
+                outputs = engine.step()
+                self.stream_stats["busy_s"] += time.perf_counter() - t0
+                self.stream_stats["steps"] += 1
+                for o in outputs:
+                    if o.finished and _external_id(o.request_id) in pending:
+                        pending.pop(_external_id(o.request_id)).set_result(Generation(
+                            o.outputs[0].text if o.outputs else "", len(o.prompt_token_ids or ()),
+                            len(o.outputs[0].token_ids) if o.outputs else 0))
+        except BaseException as e:  # the engine died: fail what is in flight and every later submit
+            msg = f"vllm: engine loop failed: {type(e).__name__}: {str(e).strip()[:300]}"
+            with self._loop_lock:
+                self._broken = msg
+                leftover = self._drain(block=False)
+            for fut in [*pending.values(), *(f for _, _, f in leftover)]:
+                if not fut.done():
+                    fut.set_result(Generation("", error=msg))
+            raise
