@@ -53,10 +53,14 @@ class FakeServer:
                     srv.requests.append((dict(self.headers), body))
                     srv.inflight += 1
                     srv.peak = max(srv.peak, srv.inflight)
+                status, headers, payload, delay = srv.script(n, body, self.headers)
+                if delay:
+                    time.sleep(delay)
+                # no longer in flight BEFORE the answer leaves: the client may send its next request
+                # as soon as it has it, before this thread would run a later decrement
+                with srv.lock:
+                    srv.inflight -= 1
                 try:
-                    status, headers, payload, delay = srv.script(n, body, self.headers)
-                    if delay:
-                        time.sleep(delay)
                     data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                     self.send_response(status)
                     for k, v in (headers or {}).items():
@@ -67,9 +71,6 @@ class FakeServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
-                finally:
-                    with srv.lock:
-                        srv.inflight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

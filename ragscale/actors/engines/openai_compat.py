@@ -3,7 +3,9 @@ llama.cpp's server, SGLang, Ollama, a gateway) over HTTP, with JSON-schema const
 
 The API key is never part of the config, the actor's arguments, run.json, logs or errors:
 the engine reads it from the environment variable named by ``api_key_env`` (default
-``OPENAI_API_KEY``) inside the judge actor, at each call. Local servers need no key.
+``OPENAI_API_KEY``) inside the judge actor, at each request (a streaming engine's long-lived
+client included: a key rotated in the environment is sent from the next request on). Local
+servers need no key.
 ``resolve`` refuses an ``api_key_env`` that is a key rather than a variable's name, without
 showing it. Every text that comes back from the server or the HTTP stack (error bodies,
 exception messages, a malformed answer) is redacted *before* it is cut to an excerpt: the key
@@ -20,6 +22,15 @@ bad prompt). The first retry of a call is logged as a warning (logger ``ragscale
 cluster it lands in the judge actor's log and on the driver's console), so that an endpoint
 that is down shows itself while the run waits for it, not only in the records' errors. The HTTP
 side (retries, backoff, error classification, redaction) is in ``openai_http``.
+
+Streaming (``submit``, which the judge actor uses when it streams): one prompt at a time, sent
+as soon as it is submitted, on one background thread per engine (a daemon, started at the first
+``submit``) that runs a persistent asyncio loop with one HTTP client; ``concurrency`` bounds the
+requests in flight across all submits, from any number of threads. Retries, the response_format
+fallback and redaction are those of a ``generate`` call; the first retry is logged once per
+streaming life (from the first ``submit`` to ``close``). Prompts go out in submission order: a
+``generate`` call sorts its prompts by text for servers with prefix caching, ``submit`` cannot
+(the judge actor submits a phase's first prompts in row order).
 
 ``response_format`` (how the JSON schema is sent):
 
@@ -44,11 +55,12 @@ import json
 import logging
 import os
 import re
+from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 from ragscale.actors.engines import Generation, safe_messages
-from ragscale.actors.engines.openai_http import BadResponse, RetryingHTTP, redact, run_sync
+from ragscale.actors.engines.openai_http import BadResponse, RetryingHTTP, new_stats, redact, run_sync
 from ragscale.actors.engines.openai_http import secret_variants  # noqa: F401 - imported from here by callers
 from ragscale.config import looks_like_env_name, looks_like_secret
 from ragscale.errors import UserError
@@ -214,11 +226,14 @@ def strict_schema(schema: Any) -> Any:
 
 
 class Engine(RetryingHTTP):
-    """Chat completions over HTTP (httpx, asyncio): prompts of a call overlap, ``concurrency`` at a time.
+    """Chat completions over HTTP (httpx, asyncio): prompts of a call overlap, ``concurrency`` at a
+    time; or streamed one by one (``submit``) until ``close``.
 
-    ``last_stats`` (the latest ``generate`` call) and ``total_stats`` (the engine's life) count
-    ``requests`` (HTTP attempts), ``http_retries``, ``rate_limited`` (429s), ``http_errors``
-    (prompts returned with ``error``) and ``backoff_s`` (seconds slept before retries).
+    ``last_stats`` (the latest ``generate`` call), ``stream_stats`` (the current or latest
+    streaming life, added to as each submitted prompt ends) and ``total_stats`` (the engine's
+    life, both ways) count ``requests`` (HTTP attempts), ``http_retries``, ``rate_limited``
+    (429s), ``http_errors`` (prompts returned with ``error``) and ``backoff_s`` (seconds slept
+    before retries).
     """
 
     name = "openai"
@@ -243,6 +258,7 @@ class Engine(RetryingHTTP):
     ):
         import httpx  # noqa: F401 - fail at actor start, not at the first batch
 
+        super().__init__()
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/chat/completions"
@@ -264,7 +280,7 @@ class Engine(RetryingHTTP):
         self._mode_now = "json_schema" if response_format == "auto" else response_format
         self.last_stats: dict[str, Any] = {}
         self.total_stats: dict[str, Any] = {}
-        self._warned = False  # the current call's first retry was logged
+        self._warned = False  # the current call's (or streaming life's) first retry was logged
         if _needs_key(self.base_url) and not os.environ.get(api_key_env):
             # a config problem on this node (the key is read here, not shipped with the actor)
             raise RuntimeError(
@@ -361,8 +377,9 @@ class Engine(RetryingHTTP):
     def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0,
                  seed: int | None = None, on_done: Callable[[int], None] | None = None) -> list[Generation]:
         """All prompts in flight (``concurrency`` at a time); outputs in input order, failures as
-        ``error``; ``on_done(1)`` as each prompt ends."""
-        stats = {"requests": 0, "http_retries": 0, "rate_limited": 0, "http_errors": 0, "backoff_s": 0.0}
+        ``error``; ``on_done(1)`` as each prompt ends. The call runs on a loop and client of its
+        own, beside the streaming loop if one runs (each with its ``concurrency`` bound)."""
+        stats = new_stats()
         self.last_stats = stats
         self._warned = False
         if not prompts:
@@ -374,6 +391,11 @@ class Engine(RetryingHTTP):
         if stats["http_errors"]:
             log.warning("openai engine: %s: %d of %d prompts failed (their records carry the error)",
                         self._scrub(self.url), stats["http_errors"], len(prompts))
-        for k, v in stats.items():
-            self.total_stats[k] = round(self.total_stats.get(k, 0) + v, 3)
+        self._tally(stats, self.total_stats)
         return out
+
+    def submit(self, prompt: JudgePrompt, temperature: float = 0.0, seed: int | None = None) -> Future:
+        """Send one prompt on the streaming loop (started by the first call); the Future resolves
+        to its Generation, a failure as ``error`` (it never raises). Thread safe; at most
+        ``concurrency`` requests in flight across all submits."""
+        return self._stream_submit(prompt, temperature, self.seed if seed is None else int(seed))

@@ -6,6 +6,11 @@ connection errors, timeouts, 408/409/429 and 5xx (``Retryable``); any other 4xx 
 and a 200 answer without usable content is a ``BadResponse``: neither is retried. Every text
 that comes back from the server or the HTTP stack is passed through ``redact`` before it is
 cut to an excerpt, so that neither the key nor a prefix of it reaches a record or a log.
+
+Two ways in: a ``generate`` call runs its prompts on a loop and client of its own
+(``_agenerate``); ``_stream_submit`` sends one prompt on the streaming loop, a daemon thread
+started at the first one with one client and one ``concurrency`` bound for every prompt
+submitted until ``close``. Both go through ``_one``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import logging
 import os
 import random
 import re
+import threading
 import time
+from concurrent.futures import Future
 from typing import Any, Callable, Coroutine, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
@@ -29,6 +36,11 @@ log = logging.getLogger("ragscale.judge")
 RETRY_STATUS = {408, 409, 429}
 # a credential after an HTTP auth scheme: 8+ token characters with a digit ("Basic auth failed" stays)
 _CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{8,}")
+
+
+def new_stats() -> dict[str, Any]:
+    """Zeroed counters of ``RetryingHTTP`` (see there)."""
+    return {"requests": 0, "http_retries": 0, "rate_limited": 0, "http_errors": 0, "backoff_s": 0.0}
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
@@ -115,13 +127,15 @@ def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
 class RetryingHTTP:
     """Base of the engine: its prompts POSTed over httpx with retries, ``concurrency`` at a time.
 
-    The subclass sets ``url``, ``params``, ``api_key_env``, ``timeout_s``, ``concurrency``,
-    ``max_attempts``, ``backoff_s``, ``backoff_max_s``, ``_warned`` (the current call's first
-    retry was logged) and ``_mode_now`` (the request variant now sent), and provides
-    ``_headers()``, ``_body(prompt, temperature, seed, mode)``, ``_generation(data)`` and
-    ``_switched(mode, msg)`` (whether a failure was the variant's fault: asked again at once).
-    ``stats`` counts ``requests``, ``http_retries``, ``rate_limited``, ``http_errors`` and
-    ``backoff_s``.
+    The subclass calls ``__init__`` (the streaming state) and sets ``url``, ``params``,
+    ``api_key_env``, ``timeout_s``, ``concurrency``, ``max_attempts``, ``backoff_s``,
+    ``backoff_max_s``, ``total_stats``, ``_warned`` (the first retry was logged: reset by each
+    ``generate`` call and at the start of each streaming life; the two share it, so a call made
+    while streaming re-arms it) and ``_mode_now`` (the request variant now sent), and provides
+    ``_headers()`` (read at each request), ``_body(prompt, temperature, seed, mode)``,
+    ``_generation(data)`` and ``_switched(mode, msg)`` (whether a failure was the variant's
+    fault: asked again at once). ``stats`` count ``requests``, ``http_retries``,
+    ``rate_limited``, ``http_errors`` and ``backoff_s`` (``new_stats``).
     """
 
     url: str
@@ -132,8 +146,16 @@ class RetryingHTTP:
     max_attempts: int
     backoff_s: float
     backoff_max_s: float
+    total_stats: dict[str, Any]
     _warned: bool
     _mode_now: str
+
+    def __init__(self) -> None:
+        # the streaming loop, while it runs: (loop, its thread, client, semaphore, its stream_stats)
+        self._stream: tuple[asyncio.AbstractEventLoop, threading.Thread, Any, asyncio.Semaphore, dict] | None = None
+        self._stream_lock = threading.Lock()
+        self._stats_lock = threading.Lock()  # total_stats and stream_stats, added to from several threads
+        self.stream_stats: dict[str, Any] = new_stats()
 
     def _scrub(self, text: str) -> str:
         """``text`` without the key or anything that looks like a credential (servers sometimes
@@ -156,7 +178,7 @@ class RetryingHTTP:
 
         stats["requests"] += 1
         try:
-            r = await client.post(self.url, json=body, params=self.params or None)
+            r = await client.post(self.url, json=body, params=self.params or None, headers=self._headers())
         except httpx.TimeoutException as e:
             raise Retryable(f"timeout after {self.timeout_s:g}s ({type(e).__name__})") from None
         except httpx.TransportError as e:  # connection refused/reset, DNS, protocol errors
@@ -212,14 +234,25 @@ class RetryingHTTP:
         tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
         return Generation("", error=self._scrub(f"openai engine: {self.url}: {last} ({tries})"))
 
-    async def _agenerate(self, prompts: Sequence[JudgePrompt], temperature: float, seed: int,
-                         stats: dict, on_done: Callable[[int], None] | None = None) -> list[Generation]:
+    def _client(self) -> Any:
+        """An httpx client for ``concurrency`` requests in flight (the key goes with each request)."""
         import httpx
 
-        sem = asyncio.Semaphore(self.concurrency)
         timeout = httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0))
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        async with httpx.AsyncClient(headers=self._headers(), timeout=timeout, limits=limits) as client:
+        return httpx.AsyncClient(timeout=timeout, limits=limits)
+
+    def _tally(self, counts: Mapping[str, float], *into: dict) -> None:
+        """Add ``counts`` to each of the ``into`` counters (shared by threads)."""
+        with self._stats_lock:
+            for d in into:
+                for k, v in counts.items():
+                    d[k] = round(d.get(k, 0) + v, 3)
+
+    async def _agenerate(self, prompts: Sequence[JudgePrompt], temperature: float, seed: int,
+                         stats: dict, on_done: Callable[[int], None] | None = None) -> list[Generation]:
+        sem = asyncio.Semaphore(self.concurrency)
+        async with self._client() as client:
             # prefix-sorted submission: a server with prefix caching reuses shared prompt heads
             order = sorted(range(len(prompts)), key=lambda i: prompts[i].text())
             tasks = {i: asyncio.ensure_future(self._one(client, sem, prompts[i], temperature, seed, stats))
@@ -229,6 +262,56 @@ class RetryingHTTP:
                     t.add_done_callback(lambda _t: on_done(1))
             await asyncio.gather(*tasks.values())
             return [tasks[i].result() for i in range(len(prompts))]
+
+    # -- streaming: one loop, client and concurrency bound for all submitted prompts ----------
+
+    def _stream_submit(self, prompt: JudgePrompt, temperature: float, seed: int) -> Future:
+        """Schedule ``prompt`` on the streaming loop (started here if it is not running); the
+        Future resolves to its Generation. Scheduled under the lock, so ``close`` cancels it
+        rather than stopping the loop before it is created."""
+        with self._stream_lock:
+            if self._stream is None:
+                self.stream_stats = new_stats()
+                self._warned = False  # the first retry of this streaming life is logged
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="openai-stream", daemon=True)
+                thread.start()
+                self._stream = (loop, thread, self._client(), asyncio.Semaphore(self.concurrency), self.stream_stats)
+            loop, _, client, sem, stats = self._stream
+            return asyncio.run_coroutine_threadsafe(self._streamed(client, sem, prompt, temperature, seed, stats), loop)
+
+    async def _streamed(self, client: Any, sem: asyncio.Semaphore, prompt: JudgePrompt, temperature: float,
+                        seed: int, stats: dict) -> Generation:
+        counts = new_stats()
+        try:
+            out = await self._one(client, sem, prompt, temperature, seed, counts)
+        except asyncio.CancelledError:  # close() while it was in flight: an error, as the Future promises
+            counts["http_errors"] += 1
+            out = Generation("", error=self._scrub(f"openai engine: {self.url}: closed before the answer came"))
+        self._tally(counts, stats, self.total_stats)
+        return out
+
+    @staticmethod
+    async def _stop(client: Any) -> None:
+        """Cancel every prompt still on the streaming loop (each resolves to an error), close the client."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await client.aclose()
+
+    def close(self) -> None:
+        """Stop the streaming loop and close its client (idempotent; a prompt still in flight
+        resolves to an error). A later submit starts a new streaming life."""
+        with self._stream_lock:
+            stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        loop, thread, client, _, _ = stream
+        asyncio.run_coroutine_threadsafe(self._stop(client), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
     # hooks of the subclass (request building and answer parsing)
 
