@@ -17,7 +17,7 @@ def emit(result: dict, out: str | None) -> None:
 
 
 def judge_cli(doc: str, input_default: str, records: int, judges: list[str],  # noqa: ANN201
-              more: list[str] = ()):
+              more: list[str] = (), rounds: bool = False):
     """The judge benchmarks' shared command line: input, records, judge config and overrides,
     judges (default ``judges``; ``more`` may be chosen too), batch size, output file.
     Returns (parser, parsed args)."""
@@ -31,6 +31,9 @@ def judge_cli(doc: str, input_default: str, records: int, judges: list[str],  # 
     ap.add_argument("--judges", nargs="+", default=judges, choices=[*judges, *more])
     ap.add_argument("--batch-size", type=int, default=32, help="records per judge-actor call (cluster.judge.batch_size)")
     ap.add_argument("--out", default=None)
+    if rounds:
+        ap.add_argument("--rounds", action="store_true",
+                        help="the judge actor's round path even for an engine that streams (vLLM), one batch at a time")
     return ap, ap.parse_args()
 
 
