@@ -120,7 +120,7 @@ def protocols_used(kwargs: Mapping[str, Any]) -> dict[str, str]:
     return {j: JUDGES[j].protocol(asked) for j in kwargs["judges"]}
 
 
-_STREAM_KEY = "prompts"  # the streaming path's progress key
+_STREAM_KEY = "streamed"  # the streaming path's progress key: "streamed (idk) 3/12 prompts"
 _FLUSH_EVERY = 64  # the streaming path writes fresh generations to the cache in batches of this many
 
 
@@ -214,7 +214,7 @@ class JudgeActor:
     ``progress`` (set by the pipeline) is called as ``progress(key, done=, total=, label=)``
     while a batch is judged. Rounds: each round's prompts (``round <n>``, labelled with its
     judges), known when the round starts and done as the engine finishes them (cache hits at
-    once). Streaming: every prompt under ``prompts`` (labelled with each phase's judges), known
+    once). Streaming: every prompt under ``streamed`` (labelled with each phase's judges), known
     when submitted and done when answered.
     """
 

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.integration
 
 pytest.importorskip("httpx", reason="the OpenAI-compatible engine needs httpx (a core dependency)")
 
-PROMPTS = re.compile(r"round 1 \(idk\) (\d+)/(\d+) prompts")
+# the OpenAI-compatible engine streams: the judge actor counts every prompt under "streamed"
+PROMPTS = re.compile(r"streamed \(idk\) (\d+)/(\d+) prompts")
 JUDGE = re.compile(r"· judge (\d+)/(\d+)")
 RAY_NOISE = ("Token authentication", "core_worker", "object store", "RAY_AUTH_MODE")
 

@@ -204,7 +204,7 @@ def test_progress_counts_every_prompt_under_one_key(make):
     events: list[tuple] = []
     actor.progress = lambda key, done=0, total=0, label=None: events.append((key, done, total, label))
     stats = actor.process(trec_rows())
-    assert {e[0] for e in events} == {"prompts"}
+    assert {e[0] for e in events} == {"streamed"}
     assert [e[3] for e in events if e[3]] == ["(citation, umbrela)", "(nuggets)"]  # once per phase
     done, total = sum(e[1] for e in events), sum(e[2] for e in events)
     assert done == total == stats["judge_prompts"] + stats["judge_retries"]
