@@ -137,7 +137,7 @@ class RecordingEngine:
     but ``on_done``) are appended to ``calls`` and the time spent inside it added to ``busy_s``;
     the call itself, its arguments and its result are the engine's, unchanged. An engine that
     streams (``submit``) is wrapped likewise, each submitted prompt a call of its own; its busy
-    time is the engine's own (``stream_stats['busy_s']``: seconds inside vLLM's steps). Any other
+    time is the engine's own (vLLM's ``loop_stats['busy_s']``: seconds inside its engine steps). Any other
     attribute (``name``, ``model``, ``last_stats``) is the engine's."""
 
     def __init__(self, engine: Any):
@@ -149,8 +149,8 @@ class RecordingEngine:
 
     @property
     def busy_s(self) -> float:
-        stream = getattr(self.engine, "stream_stats", None) or {}
-        return self._busy_s + float(stream.get("busy_s", 0.0))
+        loop = getattr(self.engine, "loop_stats", None) or {}
+        return self._busy_s + float(loop.get("busy_s", 0.0))
 
     def _submit(self, prompt: Any, *args: Any, **kwargs: Any) -> Any:
         named = dict(zip(("temperature", "seed"), args))
@@ -255,7 +255,7 @@ def main() -> None:
     ours_scores, ours_tokens = ragscale_way(actor, rows, args.batch_size, in_flight)
     ours_s = time.perf_counter() - t0
     calls, busy_s = recorder.calls, recorder.busy_s
-    stream_stats = dict(getattr(recorder.engine, "stream_stats", None) or {})
+    loop_stats = dict(getattr(recorder.engine, "loop_stats", None) or {})
     recorder.engine = None  # free the actor's engine before the ceiling's fresh one loads
     del actor, recorder
     gc.collect()
@@ -278,7 +278,7 @@ def main() -> None:
             "ragscale_judge_actor": {"wall_s": round(ours_s, 2), **ours_tokens,
                                      "completion_tok_per_s": round(ours_tokens["completion_tokens"] / max(ours_s, 1e-9), 1),
                                      "streaming": streams(kwargs) and not args.rounds, "batches_in_flight": in_flight,
-                                     **({"engine_steps": int(stream_stats["steps"])} if "steps" in stream_stats else {}),
+                                     **({"engine_steps": int(loop_stats["steps"])} if "steps" in loop_stats else {}),
                                      **judge_more},
             "speedup": round(base_s / max(ours_s, 1e-9), 2),
             "scores_compared": len(base_scores),

@@ -56,7 +56,7 @@ def _engine(llm: FakeLLM, monkeypatch) -> vllm_engine.Engine:
     e = vllm_engine.Engine.__new__(vllm_engine.Engine)
     e.llm, e.model, e.seed, e._rejected = llm, "fake", 0, (TooLong,)
     e._submitted, e._loop_thread, e._loop_lock, e._broken = vllm_engine.queue.SimpleQueue(), None, threading.Lock(), None
-    e.stream_stats = {"steps": 0, "busy_s": 0.0, "requests": 0}
+    e.loop_stats = {"steps": 0, "busy_s": 0.0, "requests": 0}
     return e
 
 
@@ -73,7 +73,7 @@ def test_submitted_prompts_resolve_under_vllm_s_suffixed_ids(monkeypatch):
     assert [(g.prompt_tokens, g.completion_tokens) for g in gens] == [(1, 2)] * 3
     assert sorted(t for b in llm.batches for t in b) == ["a", "b", "c"]
     assert all(b == sorted(b) for b in llm.batches)  # what is queued together goes in prefix order
-    assert e.stream_stats["requests"] == 3 and e.stream_stats["steps"] == 3
+    assert e.loop_stats["requests"] == 3 and e.loop_stats["steps"] == 3
     # generate() after the loop started goes through it too, in input order
     assert [g.text for g in e.generate([_p("y"), _p("x")])] == ["Y", "X"]
 

@@ -281,8 +281,8 @@ class Engine:
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
         self._broken: str | None = None
-        # the streaming loop's counters: engine steps, seconds inside them (the engine busy), requests
-        self.stream_stats: dict[str, float] = {"steps": 0, "busy_s": 0.0, "requests": 0}
+        # loop_stats: the streaming loop's counters: engine steps, seconds inside them (the engine busy), requests
+        self.loop_stats: dict[str, float] = {"steps": 0, "busy_s": 0.0, "requests": 0}
 
     def _params(self, p: JudgePrompt, temperature: float, seed: int) -> Any:
         from vllm import SamplingParams
@@ -396,7 +396,7 @@ class Engine:
             while True:
                 items = self._drain(block=not pending)
                 if items:
-                    self.stream_stats["requests"] += len(items)
+                    self.loop_stats["requests"] += len(items)
                     self._enqueue(items, pending)
                 if not pending:
                     continue
@@ -407,8 +407,8 @@ class Engine:
                     continue
                 t0 = time.perf_counter()
                 outputs = engine.step()
-                self.stream_stats["busy_s"] += time.perf_counter() - t0
-                self.stream_stats["steps"] += 1
+                self.loop_stats["busy_s"] += time.perf_counter() - t0
+                self.loop_stats["steps"] += 1
                 for o in outputs:
                     if o.finished and _external_id(o.request_id) in pending:
                         pending.pop(_external_id(o.request_id)).set_result(Generation(
