@@ -75,8 +75,11 @@ def init_ray(cluster: dict, verbose: bool = True) -> dict:
         "logging_level": logging.WARNING if verbose else logging.ERROR,
         "log_to_driver": True,
     }
-    if cluster.get("address"):
-        kwargs["address"] = cluster["address"]
+    # cluster.address, else RAY_ADDRESS (what `ray job submit` sets for the driver it starts: a
+    # profile without an address then runs on that cluster, as Ray's own init would)
+    address = cluster.get("address") or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        kwargs["address"] = address
     else:
         # Always a fresh in-process instance: never attach to a leftover local cluster
         # (e.g. one orphaned by a killed run).
@@ -84,7 +87,7 @@ def init_ray(cluster: dict, verbose: bool = True) -> dict:
         if cluster.get("num_cpus"):
             kwargs["num_cpus"] = cluster["num_cpus"]
     ray.init(**kwargs)
-    return {"address": cluster.get("address") or "local", "resources": ray.cluster_resources()}
+    return {"address": address or "local", "resources": ray.cluster_resources()}
 
 
 def _ship_by_value(functions: Any) -> None:
@@ -135,7 +138,8 @@ def native_stderr_to(path: str | None) -> Iterator[None]:
 @contextlib.contextmanager
 def ray_session(cluster: dict, verbose: bool = True, native_log: str | None = None) -> Iterator[dict]:
     """Ray for one run: started (or connected) on entry, shut down on exit only when this
-    run started it (a notebook's or a cluster's own Ray stays up). Yields run.json's description.
+    run started it (a notebook's or a cluster's own Ray stays up; a driver connected through
+    ``RAY_ADDRESS`` only disconnects). Yields run.json's description.
     Not ``verbose``: Ray's start-up notices are hidden, its native log lines go to ``native_log``."""
     import ray
 

@@ -302,3 +302,28 @@ def test_batches_in_flight_follow_the_engine_unless_asked(engine, asked, calls):
     assert compute.max_concurrent_calls_per_actor == (n if n > 1 else None)
     with pytest.raises(UserError, match="batches_in_flight must be >= 1"):
         batches_in_flight({"engine": engine}, {"batches_in_flight": 0})
+
+
+@pytest.mark.parametrize("cluster, env, want", [
+    ({"address": None, "num_cpus": 2}, None, {"address": "local", "num_cpus": 2}),  # a fresh local instance
+    ({"address": None, "num_cpus": 2}, "10.0.0.5:6379", {"address": "10.0.0.5:6379"}),  # ray job submit's driver
+    ({"address": "auto"}, "10.0.0.5:6379", {"address": "auto"}),  # the profile's own address wins
+])
+def test_init_ray_address_from_the_profile_then_ray_address(cluster, env, want, monkeypatch):
+    """cluster.address, else RAY_ADDRESS (as `ray job submit` sets it), else a fresh local
+    instance; num_cpus only for a local start (Ray refuses it when connecting)."""
+    import ray
+
+    from ragscale.pipeline import execute
+
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    if env is None:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    else:
+        monkeypatch.setenv("RAY_ADDRESS", env)
+    info = execute.init_ray(cluster)
+    assert {k: calls[0][k] for k in ("address", "num_cpus") if k in calls[0]} == want
+    assert info == {"address": want["address"], "resources": {"CPU": 2.0}}
