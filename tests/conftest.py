@@ -63,6 +63,70 @@ def needs_ppi() -> None:
         unavailable("ppi-python not installed (pip install 'ragscale[calibrate]')")
 
 
+# The integration tier's runs (`python -m ragscale.run` subprocesses) share one Ray instance,
+# started once with `ray start --head`: each run connects through RAY_ADDRESS (ragscale's init_ray
+# honours it, as under `ray job submit`) instead of starting and stopping Ray, about 6 s per run.
+# Modules marked `own_ray` keep their own: in-process Ray, a simulated cluster, a killed driver
+# (Ray Data keeps a dead driver's resource request for minutes), Ray's logs or its token
+# authentication under test. RAGSCALE_TEST_SHARED_RAY=0 turns the sharing off.
+@pytest.fixture(scope="session")
+def shared_ray():
+    """``(RAY_ADDRESS, RAY_AUTH_MODE)`` of a Ray instance for the session, or None where it
+    could not be started (the runs then start their own)."""
+    import shutil
+    import socket
+    import tempfile
+
+    if os.environ.get("RAGSCALE_TEST_SHARED_RAY", "1") == "0":
+        yield None
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    temp = tempfile.mkdtemp(prefix="rs-ray-", dir="/tmp")  # short: Ray's socket paths live under it
+    ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    # a loopback-only test instance: no token (each driver is told so through RAY_AUTH_MODE)
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    res = subprocess.run([ray_cli, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                          f"--num-cpus={os.cpu_count() or 2}", "--include-dashboard=false", "--disable-usage-stats",
+                          f"--temp-dir={temp}"], env=env, capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        print(f"\n[tests] ray start failed, each run starts its own Ray: {res.stderr[-500:]}")
+        shutil.rmtree(temp, ignore_errors=True)
+        yield None
+        return
+    try:
+        yield f"127.0.0.1:{port}", "disabled"
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _runs_share_ray(request):
+    """RAY_ADDRESS (and RAY_AUTH_MODE) of ``shared_ray`` for an integration test's duration,
+    unless its module is marked ``own_ray``."""
+    node = request.node
+    if node.get_closest_marker("integration") is None or node.get_closest_marker("own_ray") is not None:
+        yield
+        return
+    shared = request.getfixturevalue("shared_ray")
+    if shared is None:
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    os.environ["RAY_ADDRESS"], os.environ["RAY_AUTH_MODE"] = shared
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """List the conformance tests that did not run, each with what would run it."""
     skipped = []

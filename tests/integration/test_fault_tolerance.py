@@ -36,7 +36,7 @@ import pytest
 from conftest import records_by_key, sample_copies
 from fake_judge import IDK_SCORE, FlakyJudgeServer, idk_label
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.own_ray]  # a simulated cluster of its own
 
 COPIES = 4  # the bundled sample (30 records) four times: 120 records
 LEXICAL = ("Recall", "RougeL_stemFalse", "Extractiveness_RougeL", "Length", "RB_agg_zero_denominator")
@@ -238,7 +238,7 @@ def test_judge_actor_killed_mid_run(cluster, inputs, baseline, tmp_path):
     one: later batches reuse the few-shot prefix's KV state, about a second each): the
     restarted actor redoes the lost batches and the judgements equal an undisturbed run's."""
     inp, _ = inputs
-    limit = 8
+    limit = 6
     args = ("steps=[algorithmic,idk]", "metrics.algorithmic=[Recall,RougeL_stemFalse,Length]", f"limit={limit}",
             "cluster.chunk_size=2", "cluster.judge.batch_size=2", "cluster.judge.torch_threads=1")
     calm, calm_info = run(cluster, inp, tmp_path / "calm", *args, f"judge.cache_path={tmp_path / 'calm.sqlite'}")

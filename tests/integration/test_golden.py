@@ -19,7 +19,7 @@ from record_golden import NORMAL_KEY, case_input, digest  # scripts/record_golde
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 CASES = json.load(open(os.path.join(GOLDEN, "cases.json")))
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_ray]  # in-process Ray (ray.init in the fixture)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, sample_copies
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.own_ray]  # a killed driver
 
 
 def _lines(path):

@@ -12,7 +12,6 @@ from readback import check_records_parquet, check_report_summary, check_summary_
 
 pytestmark = pytest.mark.integration
 PY = sys.executable
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
 ALGO = "steps=[algorithmic]"  # the judge steps are tested in test_judge_pipeline.py
@@ -21,7 +20,7 @@ ALGO = "steps=[algorithmic]"  # the judge steps are tested in test_judge_pipelin
 def cli(*args, timeout=600):
     return subprocess.run(
         [PY, "-m", "ragscale.run", "+scenario=mtrag", *args],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=timeout,
     )
 
 

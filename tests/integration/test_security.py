@@ -123,6 +123,7 @@ def _files(*roots) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.own_ray  # Ray's own logs (under RAY_TMPDIR) are searched too
 def test_planted_api_key_is_in_no_output_log_or_message(tmp_path, ray_tmp):
     pytest.importorskip("httpx")
     srv = EchoServer()
@@ -190,6 +191,7 @@ def test_a_key_given_on_the_command_line_is_never_written(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.own_ray  # a local start's token authentication
 def test_local_runs_keep_ray_token_authentication_on(tmp_path, ray_tmp):
     """With RAY_AUTH_MODE unset, ragscale's init_ray starts Ray with token authentication (Ray
     2.52+ default for a new local cluster) and leaves the mode alone."""
