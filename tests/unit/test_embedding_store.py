@@ -123,8 +123,10 @@ def test_two_processes_write_at_once_without_errors_or_corrupt_reads(tmp_path):
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
-    # no store error, no read that differs from its write; both evicted (entries the other wrote)
-    assert sorted(results) == [(0, 0, 0, True), (1, 0, 0, True)]
+    # no store error, no read that differs from its write; the bound held by evicting (which of the
+    # two crosses it depends on how their writes interleave: one of them may never have to)
+    assert sorted(r[:3] for r in results) == [(0, 0, 0), (1, 0, 0)] and any(r[3] for r in results)
+    assert EmbeddingStore(path, 1).payload_bytes() <= 2**20
     store = EmbeddingStore(path, 1)
     found, _ = store.get_many([key(i) for i in range(80)])
     assert found and all(same(e, emb(i, n=40, dim=128)) for i in range(80) if (e := found.get(key(i))))
