@@ -46,9 +46,9 @@ test: test-setup
 
 # What `make test` sets up, in parallel where it can be: the wheel check (its own venv in the temp
 # dir) and Chromium alongside the main venv, then the vLLM venv (both venvs `pip install -e .`
-# into the checkout, so one after the other). Lines are prefixed [setup], [setup-vllm], [wheel].
+# into the checkout, so one after the other). Their lines interleave, prefixed [setup], [setup-vllm], [wheel].
 test-setup:
-	@$(MAKE) --no-print-directory -j3 --output-sync=line _test-setup
+	@$(MAKE) --no-print-directory -j3 _test-setup
 
 _test-setup: _setup-test-then-vllm setup-browser check-wheel
 
