@@ -12,7 +12,7 @@ PY := .venv/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-test setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test test-setup _test-setup _setup-test-then-vllm check-wheel bench mutate clean
+.PHONY: setup setup-test setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test check-wheel bench mutate clean
 
 setup:
 	@bash scripts/setup.sh run
@@ -41,19 +41,8 @@ run-taxonomy: setup
 run-ragas: setup
 	$(PY) -m ragscale.run +scenario=ragas $(ARGS)
 
-test: test-setup
+test: setup-test setup-vllm setup-browser check-wheel
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
-
-# What `make test` sets up, in parallel where it can be: the wheel check (its own venv in the temp
-# dir) and Chromium alongside the main venv, then the vLLM venv (both venvs `pip install -e .`
-# into the checkout, so one after the other). Their lines interleave, prefixed [setup], [setup-vllm], [wheel].
-test-setup:
-	@$(MAKE) --no-print-directory -j3 _test-setup
-
-_test-setup: _setup-test-then-vllm setup-browser check-wheel
-
-_setup-test-then-vllm: setup-test
-	@bash scripts/setup_vllm.sh
 
 check-wheel:
 	@bash scripts/check_wheel.sh
