@@ -7,7 +7,7 @@ import pytest
 
 from ragscale.metrics.registry import lexical_metric
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_ray]  # ragscale.evaluate in the test process
 
 
 @lexical_metric("words_per_passage", family="custom", scalar=True, short="WPP", higher_is_better=False,

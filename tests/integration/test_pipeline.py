@@ -69,6 +69,7 @@ def test_bundled_sample_end_to_end_and_resume(tmp_path):
     assert json.load(open(os.path.join(out, "run.json")))["records"]["written_this_run"] == 0
 
 
+@pytest.mark.own_ray  # execute() in the test process
 def test_metrics_equal_direct_computation(tmp_path, responses10):
     """Pipeline output == the metric functions + encoder applied directly, record by record."""
     from ragscale.actors.encoder import Encoder
@@ -225,6 +226,7 @@ def test_task_input_without_predictions_is_all_per_record_errors(tmp_path):
     assert json.load(open(os.path.join(out, "summary.json")))["models"]["taskb_input"]["errors"] == 10
 
 
+@pytest.mark.own_ray  # execute() in the test process
 def test_a_failing_summary_is_a_one_line_failure_and_a_rerun_finishes_it(tmp_path, responses10, monkeypatch):
     import ragscale.report.summary as summary_mod
     from ragscale.run import compose, execute
