@@ -70,7 +70,9 @@ def needs_ppi() -> None:
 # Tests marked `own_ray` keep their own: Ray in the test process (a process keeps the token mode
 # of its first Ray connection, and the test process starts token-authenticated local instances
 # too), a simulated cluster, a killed driver (Ray Data keeps a dead driver's resource request for
-# minutes), .venv-vllm's workers, Ray's logs or its token authentication under test.
+# minutes), .venv-vllm's workers, a key in the driver's environment that the judge actors must
+# see (an attached cluster's workers have their node's environment), Ray's logs or its token
+# authentication under test.
 # RAGSCALE_TEST_SHARED_RAY=0 turns the sharing off.
 @pytest.fixture(scope="session")
 def shared_ray():

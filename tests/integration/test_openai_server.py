@@ -114,6 +114,7 @@ def test_engine_constrained_output_through_llama_cpp_server(llama_server, monkey
     assert "HTTP 401" in g.error and KEY[::-1] not in g.error and KEY not in repr(e)
 
 
+@pytest.mark.own_ray  # the key reaches the judge actors from the driver's environment, as on a local start
 def test_cli_judge_openai_keeps_the_key_out_of_outputs(llama_server, tmp_path):
     out, cache = tmp_path / "out", tmp_path / "cache.sqlite"
     cmd = [sys.executable, "-m", "ragscale.run", "+scenario=mtrag", "judge=openai", "judge.model=smollm2",
