@@ -46,6 +46,21 @@ def reference_source(repo: str, path: str, commit: str = "HEAD", binary: bool = 
     return out if binary else out.decode()
 
 
+def load_benchmark(name: str):  # noqa: ANN201 - a module
+    """benchmarks/<name>.py as a module, for testing its helpers; the script puts the repository
+    and benchmarks/ on sys.path, which is put back as it was."""
+    import importlib.util
+
+    path = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", os.path.join(ROOT, "benchmarks", f"{name}.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path[:] = path
+    return mod
+
+
 def unavailable(reason: str) -> None:
     """Skip a test whose tool (a venv, a model, a browser) `make test` installs but which is
     missing here; under CI=true fail instead, since CI must have installed it."""

@@ -3,29 +3,12 @@ and the JSON figures (no engine, no model)."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-
 import pytest
 
+from conftest import load_benchmark
 from ragscale.actors.engines import Generation
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _bench():
-    path = list(sys.path)
-    try:  # the script puts the repository and benchmarks/ on sys.path: keep the test's sys.path as it was
-        spec = importlib.util.spec_from_file_location("bench_judges", os.path.join(ROOT, "benchmarks", "judges.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path[:] = path
-    return mod
-
-
-bench = _bench()
+bench = load_benchmark("judges")
 
 
 class FakeEngine:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,21 +10,9 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from conftest import ROOT, load_benchmark
 
-
-def _bench():
-    path = list(sys.path)
-    try:  # the script puts benchmarks/ on sys.path: keep the test's sys.path as it was
-        spec = importlib.util.spec_from_file_location("bench_projection", os.path.join(ROOT, "benchmarks", "projection.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path[:] = path
-    return mod
-
-
-bench = _bench()
+bench = load_benchmark("projection")
 
 
 def _row(judge: str, content: str, tokens: int, completion: int = 10, key: str = "k", rnd: int = 1) -> dict:
