@@ -41,11 +41,7 @@ def prompt_text(messages: list[dict]) -> str:
 
 def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix of ``a`` and ``b``."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    return len(os.path.commonprefix([a, b]))
 
 
 def cached_tokens(tokens: int, shared_chars: int, chars: int, block: int) -> int:
