@@ -42,7 +42,7 @@ run-ragas: setup
 	$(PY) -m ragscale.run +scenario=ragas $(ARGS)
 
 test: setup-test setup-vllm setup-browser check-wheel
-	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rs --durations=20 $(PYTEST_ARGS)
 
 check-wheel:
 	@bash scripts/check_wheel.sh
