@@ -109,19 +109,19 @@ def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
     return {"engine": conf["engine"], **mod.resolve(conf, options, pool)}
 
 
-# engine name -> the model name its Engine reports as ``engine.model`` (what cache keys and run.json
-# call the model), read from ``resolve``'s output: each engine's constructor sets it so
-_MODEL_NAME = {
-    "llama.cpp": lambda kw: _llamacpp_label(kw),  # llamacpp.Engine: the GGUF file's name (@type if requantized)
-    "vllm": lambda kw: kw["model_name"],  # vllm_engine.Engine: the folder's name or the HF model id
-    "openai": lambda kw: kw["model"],  # openai_compat.Engine: the endpoint's model name
-}
-
-
 def _llamacpp_label(kw: Mapping[str, Any]) -> str:
     from ragscale.actors.engines.llamacpp import model_label
 
     return model_label(kw["model_path"], kw.get("requantize"))
+
+
+# engine name -> the model name its Engine reports as ``engine.model`` (what cache keys and run.json
+# call the model), read from ``resolve``'s output: each engine's constructor sets it so
+_MODEL_NAME = {
+    "llama.cpp": _llamacpp_label,  # llamacpp.Engine: the GGUF file's name (@type if requantized)
+    "vllm": lambda kw: kw["model_name"],  # vllm_engine.Engine: the folder's name or the HF model id
+    "openai": lambda kw: kw["model"],  # openai_compat.Engine: the endpoint's model name
+}
 
 
 def model_name(kwargs: Mapping[str, Any]) -> str:
