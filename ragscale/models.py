@@ -84,8 +84,10 @@ def requantized_gguf(src: str, kind: str, cache_dir: str | None = None) -> str:
     """``src`` requantized to ``kind`` (a REQUANTIZE_TYPES key), made once per node and kept in
     ``cache_dir`` (default :func:`gguf_cache_dir`) under a name keyed by the source's name, size
     and modification time. Written to a temporary file and renamed, so that judge actors starting
-    together never read a partial file."""
+    together never read a partial file; the copies made from an earlier file of the same name (a
+    reinstalled package) are then removed, so the cache holds one file per model name and type."""
     import logging
+    import re
 
     import llama_cpp
 
@@ -118,4 +120,11 @@ def requantized_gguf(src: str, kind: str, cache_dir: str | None = None) -> str:
             os.remove(tmp)
         raise UserError(f"llama.cpp could not requantize {src} to {kind} (code {rc})")
     os.replace(tmp, out)
+    stale = re.compile(re.escape(stem) + r"\.\d+-\d+\." + re.escape(kind) + r"\.gguf")
+    for name in os.listdir(cache_dir):
+        if stale.fullmatch(name) and name != os.path.basename(out):
+            try:
+                os.remove(os.path.join(cache_dir, name))
+            except OSError:
+                pass  # removed by another actor, or not ours to remove: it only takes space
     return out

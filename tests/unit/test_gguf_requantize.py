@@ -60,6 +60,25 @@ def test_requantized_once_per_cache_and_named_by_its_source(packaged_gguf, tmp_p
     assert kw["model_path"] == packaged_gguf and kw["requantize"] == "q8_0"
 
 
+def test_a_reinstalled_models_old_copies_are_removed(packaged_gguf, tmp_path):
+    import shutil
+
+    from ragscale.models import requantized_gguf
+
+    src = tmp_path / "src" / os.path.basename(packaged_gguf)
+    src.parent.mkdir()
+    shutil.copyfile(packaged_gguf, src)
+    cache = tmp_path / "cache"
+    old = requantized_gguf(str(src), "q8_0", str(cache))
+    (cache / "other-model.1-2.q8_0.gguf").write_text("")  # another model's copy stays
+    (cache / os.path.basename(old).replace(".q8_0.", ".f16.")).write_text("")  # another type's too
+    os.utime(src, ns=(1, 1))  # the package reinstalled: a new modification time
+    new = requantized_gguf(str(src), "q8_0", str(cache))
+    assert new != old and os.path.isfile(new) and not os.path.exists(old)
+    assert sorted(os.listdir(cache)) == sorted([os.path.basename(new), "other-model.1-2.q8_0.gguf",
+                                                os.path.basename(old).replace(".q8_0.", ".f16.")])
+
+
 def test_requantize_errors_are_one_line(packaged_gguf, tmp_path):
     from ragscale.models import requantized_gguf
 
