@@ -14,7 +14,8 @@ from ragscale.actors.engines import Generation, safe_messages
 from ragscale.judges.base import JudgePrompt
 
 # conf/judge/*.yaml `options` this engine accepts
-OPTIONS = {"n_ctx": 8192, "n_threads": None, "n_batch": 512, "n_gpu_layers": 0, "state_cache_mb": 1024}
+OPTIONS = {"n_ctx": 8192, "n_threads": None, "n_batch": 512, "n_gpu_layers": 0, "state_cache_mb": 1024,
+           "grammar_argmax_first": True}
 
 
 def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
@@ -32,6 +33,75 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
 def model_label(model_path: str, requantize: str | None = None) -> str:
     """What cache keys and run.json call the model: the GGUF file's name, ``@<type>`` when requantized."""
     return os.path.basename(model_path) + (f"@{requantize}" if requantize else "")
+
+
+class GreedyGrammarSampler:
+    """Greedy decoding under a grammar, the grammar checked on the argmax token first.
+
+    llama-cpp-python's sampler chain (penalties, grammar, greedy) runs the grammar over the
+    whole vocabulary at every step (49k tokens for SmolLM2: most of a small model's decode
+    time). The argmax of the allowed tokens is the argmax token whenever the grammar allows
+    it, so this checks that one token and filters the whole vocabulary only when it is
+    rejected: the same tokens as the chain (ties: the lowest id, as llama.cpp's greedy
+    sampler), as llama.cpp's own ``common_sampler`` does. Greedy without penalties only.
+    """
+
+    def __init__(self, llm: Any, grammar: Any):
+        import ctypes
+
+        import llama_cpp
+        import numpy as np
+
+        self._c, self._np = llama_cpp, np
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(llm._model.vocab)
+        self.grammar = llama_cpp.llama_sampler_init_grammar(
+            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+        if not self.grammar:
+            raise ValueError("llama.cpp could not parse the JSON schema's grammar")
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._one_arr = llama_cpp.llama_token_data_array(self._one, 1, -1, False)
+        self._all = (llama_cpp.llama_token_data * self.n_vocab)()
+        self._all_view = np.frombuffer(self._all, dtype=np.dtype(
+            [("id", np.intc), ("logit", np.single), ("p", np.single)], align=True))
+        # the grammar only sets rejected tokens' logits to -inf: ids, size and order stay as set here
+        self._all_view["id"] = np.arange(self.n_vocab, dtype=np.intc)
+        self._all_arr = llama_cpp.llama_token_data_array(self._all, self.n_vocab, -1, False)
+        self._ref = ctypes.byref
+
+    def sample(self, ctx: Any, idx: int = -1) -> int:
+        """The next token: the argmax of the logits at ``idx`` among those the grammar allows."""
+        c, np = self._c, self._np
+        logits = np.ctypeslib.as_array(c.llama_get_logits_ith(ctx.ctx, idx), shape=(self.n_vocab,))
+        token = int(np.argmax(logits))
+        one = self._one[0]
+        one.id, one.logit, one.p = token, float(logits[token]), 0.0
+        c.llama_sampler_apply(self.grammar, self._ref(self._one_arr))
+        if one.logit == -np.inf:  # rejected: the grammar over the whole vocabulary
+            self._all_view["logit"] = logits
+            c.llama_sampler_apply(self.grammar, self._ref(self._all_arr))
+            token = int(np.argmax(self._all_view["logit"]))
+        c.llama_sampler_accept(self.grammar, token)
+        return token
+
+    def __del__(self) -> None:
+        if getattr(self, "grammar", None):
+            self._c.llama_sampler_free(self.grammar)
+            self.grammar = None
+
+
+def _llama_class() -> type:
+    """llama_cpp.Llama whose greedy, penalty-free grammar decoding uses ``GreedyGrammarSampler``."""
+    from llama_cpp import Llama
+
+    class FastGrammarLlama(Llama):
+        def _init_sampler(self, **kw: Any) -> Any:
+            if (kw.get("grammar") is not None and kw.get("temp") == 0.0 and kw.get("logits_processor") is None
+                    and kw.get("repeat_penalty", 1.0) == 1.0 and not kw.get("frequency_penalty")
+                    and not kw.get("presence_penalty") and not kw.get("mirostat_mode")):
+                return GreedyGrammarSampler(self, kw["grammar"])
+            return super()._init_sampler(**kw)
+
+    return FastGrammarLlama
 
 
 class Engine:
@@ -55,6 +125,7 @@ class Engine:
         seed: int = 0,
         state_cache_mb: int = 1024,
         requantize: str | None = None,
+        grammar_argmax_first: bool = True,
     ):
         from llama_cpp import Llama, LlamaRAMCache
 
@@ -66,7 +137,7 @@ class Engine:
 
         # n_threads bounds prompt evaluation too (llama-cpp-python's n_threads_batch defaults to
         # every core of the node): several judge actors on one node must not each spin on all of them.
-        self.llm = Llama(
+        self.llm = (_llama_class() if grammar_argmax_first else Llama)(
             model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, n_batch=n_batch,
             n_gpu_layers=n_gpu_layers, seed=seed, verbose=False,
         )
