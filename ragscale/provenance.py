@@ -77,7 +77,7 @@ def models_info(plan: Any, cfg: Any) -> dict:
             "name": enc["name"], "model": enc["model"], "local_path": plan.encoder_kwargs.get("model_path"),
             "num_layers": enc["num_layers"], "bertscore_rescaled_with_baseline": bool(plan.baseline),
             "baseline": plan.baseline, "idf": False, "dtype": plan.encoder_kwargs.get("dtype"),
-            "disk_cache_path": plan.encoder_kwargs.get("disk_cache_path"),
+            "device": plan.encoder_kwargs.get("device"), "disk_cache_path": plan.encoder_kwargs.get("disk_cache_path"),
         } if "encoder" in plan.stages else None,
         "judge": {
             "name": plan.judge_conf["name"], "engine": plan.judge_conf["engine"], "model": plan.judge_conf["model"],
@@ -88,7 +88,8 @@ def models_info(plan: Any, cfg: Any) -> dict:
         } if "judge" in plan.stages else None,
         "hallucination": ({"model": cfg.hallucination.model, "tokenizer": cfg.hallucination.tokenizer,
                            "found": not plan.nli_unavailable, "unavailable": plan.nli_unavailable,
-                           "max_chars": cfg.hallucination.max_chars}
+                           "max_chars": cfg.hallucination.max_chars,
+                           "device": (plan.nli_kwargs.get("hhem") or {}).get("device")}
                           if "nli" in plan.stages else None),
         "judge_panel": [
             {"name": c["name"], "engine": c["engine"], "model": c["model"], "judges": k["judges"],

@@ -23,6 +23,7 @@ from ragscale.metrics.bertscore import BertScoreRequest, TokenEmbedding, score_r
 def plan_encoder(conf: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[dict, dict | None]:
     """The Encoder's keyword arguments and the BERTScore rescale baseline (None: unrescaled),
     checked on the driver before Ray starts (the model's folder resolved, never downloaded)."""
+    from ragscale.actors._torch import pool_device
     from ragscale.errors import UserError
     from ragscale.models import resolve_model_path
 
@@ -34,6 +35,7 @@ def plan_encoder(conf: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[d
         "batch_tokens": conf["batch_tokens"],
         "cache_mb": conf["cache_mb"],
         "torch_threads": pool.get("torch_threads") or (os.cpu_count() if not cluster.get("address") else None),
+        "device": pool_device(pool),
         "dtype": conf["dtype"],
         "disk_cache_path": os.path.abspath(conf["disk_cache_path"]) if conf["disk_cache_path"] else None,
         "disk_cache_mb": conf["disk_cache_mb"],

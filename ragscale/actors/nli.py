@@ -32,6 +32,7 @@ from ragscale.metrics.hhem import (
 def plan_nli(hallucination: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[dict, str | None]:
     """(NLIActor keyword arguments, None) when the HHEM weights are on this machine, else
     ({}, why hhem will be null): decided on the driver before Ray starts."""
+    from ragscale.actors._torch import pool_device
     from ragscale.metrics.hhem import hhem_unavailable
 
     h, pool = hallucination, cluster.get("nli") or {}
@@ -41,6 +42,7 @@ def plan_nli(hallucination: Mapping[str, Any], cluster: Mapping[str, Any]) -> tu
     return {"hhem": {
         "model": h["model"], "tokenizer": h["tokenizer"], "max_length": h["max_length"], "max_chars": h["max_chars"],
         "torch_threads": pool.get("torch_threads") or (os.cpu_count() if not cluster.get("address") else None),
+        "device": pool_device(pool),
     }}, None
 
 

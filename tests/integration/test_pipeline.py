@@ -52,6 +52,7 @@ def test_bundled_sample_end_to_end_and_resume(tmp_path):
     run = json.load(open(os.path.join(out, "run.json")))
     assert run["status"] == "ok" and run["records"]["out"] == 30 and run["records"]["missing"] == 0
     assert run["models"]["encoder"]["bertscore_rescaled_with_baseline"] is False
+    assert run["models"]["encoder"]["device"] == "cpu"  # cluster=local: a pool without GPUs
     assert set(run["timings_s"]["stage_compute"]) >= {"lexical_s", "encoder_s", "derive_s"}
     summary = json.load(open(os.path.join(out, "summary.json")))
     assert summary["models"]["acme-7b"]["count"] == 10

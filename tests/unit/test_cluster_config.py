@@ -288,6 +288,32 @@ def test_cpu_judges_ignore_the_gpu_placement_options():
     assert engine["engine"] == "llama.cpp" and "tensor_parallel_size" not in engine
 
 
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("overrides", [(), ("cluster.encoder.num_gpus=1", "cluster.nli.num_gpus=0.5"),
+                                       ("cluster.encoder.num_gpus=0", "cluster.nli.num_gpus=0")])
+def test_torch_pools_run_on_the_gpu_only_when_given_one(profile, overrides, monkeypatch):
+    """The encoder and HHEM actors get ``device='cuda'`` exactly when their pool has num_gpus > 0,
+    else ``'cpu'``: Ray leaves every GPU visible to an actor that asked for none, so the actor
+    cannot tell by looking (seen on an H100: cluster=local's encoder ran on the GPU)."""
+    from omegaconf import OmegaConf
+
+    import ragscale.metrics.hhem as hhem
+    from ragscale.actors.encoder import plan_encoder
+    from ragscale.actors.nli import plan_nli
+    from ragscale.run import compose
+
+    monkeypatch.setattr(hhem, "hhem_unavailable", lambda model, tokenizer: None)  # as if HHEM's weights were here
+    cfg = compose(["+scenario=mtrag", f"cluster={profile}", *overrides])
+    cluster = OmegaConf.to_container(cfg.cluster, resolve=True)
+    encoder, _ = plan_encoder(OmegaConf.to_container(cfg.encoder, resolve=True), cluster)
+    nli, unavailable = plan_nli(OmegaConf.to_container(cfg.hallucination, resolve=True), cluster)
+    assert unavailable is None
+    for device, pool in ((encoder["device"], "encoder"), (nli["hhem"]["device"], "nli")):
+        assert device == ("cuda" if cluster[pool]["num_gpus"] > 0 else "cpu"), (profile, overrides, pool)
+    if profile in GPU_PROFILES and not overrides:
+        assert encoder["device"] == nli["hhem"]["device"] == "cuda"
+
+
 @pytest.mark.parametrize("engine, asked, calls", [("vllm", None, 4), ("llama.cpp", None, 1), ("openai", None, 4),
                                                   ("vllm", 2, 2), ("llama.cpp", 3, 3)])
 def test_batches_in_flight_follow_the_engine_unless_asked(engine, asked, calls):

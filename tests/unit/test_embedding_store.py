@@ -212,6 +212,7 @@ def test_plan_encoder_passes_and_checks_the_cache_and_dtype_settings(tmp_path, m
     conf = asdict(EncoderConf())
     kwargs, _ = plan_encoder(conf, {})
     assert kwargs["disk_cache_path"] is None and kwargs["dtype"] == "fp32" and kwargs["disk_cache_mb"] == 2048
+    assert kwargs["device"] == "cpu"  # a pool without GPUs (the cluster profiles: test_cluster_config.py)
     monkeypatch.chdir(tmp_path)  # a relative path is the driver's, made absolute for the workers
     kwargs, _ = plan_encoder({**conf, "disk_cache_path": ".ragscale_cache/embeddings.sqlite", "dtype": "bf16"}, {})
     assert kwargs["disk_cache_path"] == str(tmp_path / ".ragscale_cache" / "embeddings.sqlite")
