@@ -1,4 +1,4 @@
-"""``ragscale prompts`` (ragscale/prompts.py): the JSONL of the prompts a run would send after the
+"""``ragscale prompts`` (ragscale/prompts/): the JSONL of the prompts a run would send after the
 judge cache (cached prompts left out, a round's duplicates once, cached outputs followed, re-asks of
 cached failures), estimated rounds, token counts, the cost arithmetic and the command line. The
 expected prompts are rendered here with the judges' own renderers and keyed with ``cache_key``."""

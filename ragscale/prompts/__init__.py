@@ -1,0 +1,106 @@
+"""``ragscale prompts``: a dry run that writes every prompt a run would send to its judge engine,
+with its token count and cost (issue 17, item 3; docs/prompts.md). This module is the command line;
+``dryrun`` drives the judge stages and totals, ``actor`` is their judge actor with a recorder for an
+engine, ``synthetic`` the answers that stand in for outputs not generated yet, ``tokens`` the counts.
+
+    ragscale prompts +scenario=mtrag judge.protocol=reference --out prompts.jsonl --price-in 0.15 --price-out 0.60
+
+Nothing here re-implements the run: the config is planned by ``ragscale.plan.plan_run``, the records
+are selected by the runner's scan (sweep order, ``limit``) and read by the pipeline's first stage
+(``ragscale.pipeline.stages.load_and_lexical``), and the judging is the judge actor's own code
+(``ragscale.actors.judge.JudgeActor``: phases, rounds, fan-outs, the judge cache, identical cache keys
+of a round generated once, re-asks), in batches of the judge pool's batch size, with two things
+swapped: its engine is a recorder (``make_engine``, overridden) and its cache is a read-only view
+of the judge cache plus the prompts this dry run has already "sent". No engine is loaded, no Ray
+started, the judge cache is not written.
+
+A prompt is *sent* when its cache key is neither in the judge cache, nor sent earlier in the dry run
+(a later batch of a run finds it in the cache), nor the duplicate of another prompt of its round. A
+cached output is followed as the run would follow it: its parsed value feeds the judge's next round,
+and a cached output that does not parse is re-asked as the actor re-asks (``reask_sampling``).
+
+Rounds that need outputs not generated yet (RAGAS faithfulness' verdicts need its statements;
+nuggets' importance and assignment need the created nuggets; nuggets read UMBRELA's grades) cannot
+be rendered. Their judge is driven on with a synthetic output instead, read by the step's own parser
+whatever the protocol (``SYNTHETIC``, documented in docs/prompts.md: statements = the answer's
+sentences, every UMBRELA grade 3, nuggets = the answer's sentences and a creation that then stops,
+every nugget vital), and every prompt rendered after one is ``estimated: true``. A judge without a
+synthetic rule ends at its first uncached answer: right for the single-round judges, whose only
+round is then already counted.
+
+Deliberate limits: re-asks after parse failures of outputs not generated yet cannot be foreseen (not
+counted); a judge pool of several actors may generate a prompt twice when two batches holding it run
+at once (counted once here, as one actor does); the output directory's finished records (a resumed
+run) are not looked at: with the judge cache kept, their prompts are cache hits anyway.
+
+Prompt tokens are counted with the judge model's own tokenizer where it is local (a llama.cpp GGUF:
+llama-cpp-python's chat handler on a vocabulary-only model, the very code that tokenizes the run's
+prompts; a vLLM model folder: its chat template and tokenizer), else estimated as characters / 4.
+Expected completion tokens: the mean of the judge's outputs in the judge cache when this dry run met
+some, else ``COMPLETION_TOKENS`` (capped at the prompt's ``max_tokens``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Sequence
+
+from ragscale.errors import OneLineParser, UserError
+from ragscale.prompts.dryrun import DryJudges, DryRun, JudgeTotals, cost, dry_run, format_table
+from ragscale.prompts.synthetic import UMBRELA_GRADE, sentences
+from ragscale.prompts.tokens import CHARS_PER_TOKEN, COMPLETION_TOKENS, DEFAULT_COMPLETION_TOKENS, TokenCounter
+
+__all__ = ["CHARS_PER_TOKEN", "COMPLETION_TOKENS", "DEFAULT_COMPLETION_TOKENS", "DryJudges", "DryRun", "JudgeTotals",
+           "TokenCounter", "UMBRELA_GRADE", "cost", "dry_run", "format_table", "main", "sentences"]
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="ragscale prompts",
+                      description="Dry run: write every prompt a run would send to its judge engine (after the judge "
+                                  "cache) as JSONL, and print per judge the prompts, tokens and cost. No engine is "
+                                  "loaded, no Ray started.")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Hydra overrides, as for ragscale run")
+    p.add_argument("--out", default="prompts.jsonl", metavar="FILE", help="the JSONL file to write (default prompts.jsonl)")
+    p.add_argument("--price-in", type=float, default=None, metavar="USD", help="USD per million prompt tokens")
+    p.add_argument("--price-out", type=float, default=None, metavar="USD", help="USD per million completion tokens")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``ragscale prompts`` / ``python -m ragscale.prompts``: 0 done, 2 bad config or input."""
+    args = build_parser().parse_intermixed_args(argv)
+    prog = "ragscale prompts"
+    try:
+        if (args.price_in is None) != (args.price_out is None):
+            raise UserError("--price-in and --price-out go together (USD per million prompt and completion tokens)")
+        for name in ("price_in", "price_out"):
+            value = getattr(args, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise UserError(f"--{name.replace('_', '-')} must be a number >= 0, got {value}")
+        from ragscale.cli import check_overrides
+        from ragscale.plan import compose
+
+        check_overrides(args.overrides)  # secrets refused, a bad override is one line
+        cfg = compose(list(args.overrides))
+        path = os.path.abspath(args.out)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                result = dry_run(cfg, fh)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    except UserError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    print(f"[ragscale] {result.records} records; judge cache: {', '.join(result.cache_paths) or 'none'}")
+    if not result.judges:
+        print("[ragscale] this configuration runs no LLM judge: no prompts to send")
+    else:
+        print("\n".join(format_table(result, args.price_in, args.price_out)))
+    print(f"[ragscale] open the prompts: {path} ({result.prompts} lines)")
+    return 0
