@@ -31,6 +31,15 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 
 
+def start_line(plan: RunPlan, labels: list[str]) -> str:
+    """The line printed as Ray starts: the stages, and the torch pools that run on a GPU
+    (``cluster.<pool>.num_gpus`` > 0, ragscale.actors._torch.pool_device)."""
+    on_gpu = [name for name, kw in (("encoder", plan.encoder_kwargs), ("hhem", plan.nli_kwargs.get("hhem")))
+              if (kw or {}).get("device") == "cuda"]
+    return (f"[ragscale] starting Ray and the stages' workers ({', '.join(labels)}"
+            f"{'; on GPU: ' + ', '.join(on_gpu) if on_gpu else ''})")
+
+
 def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str) -> tuple:
     """Stream ``todo`` through the Ray pipeline into ``writer``, showing live progress;
     returns (failure, ray_info, stats)."""
@@ -42,7 +51,7 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
     mode = "off" if cfg.ray_progress_bars else choose_mode(cfg.progress, printer)
     try:
         if todo:
-            printer(f"[ragscale] starting Ray and the stages' workers ({', '.join(stage_labels(plan))})")
+            printer(start_line(plan, stage_labels(plan)))
             native_log = os.path.join(out_dir, "logs", "ray-native.log")
             with ray_session(plan.cluster, verbose=cfg.verbose, native_log=native_log) as ray_info:
                 hub = start_hub() if mode != "off" else None

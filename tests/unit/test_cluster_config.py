@@ -314,6 +314,17 @@ def test_torch_pools_run_on_the_gpu_only_when_given_one(profile, overrides, monk
         assert encoder["device"] == nli["hhem"]["device"] == "cuda"
 
 
+@pytest.mark.parametrize("overrides, on_gpu", [((), ""), (("cluster.encoder.num_gpus=0.5",), "; on GPU: encoder")])
+def test_the_start_line_says_which_pools_run_on_a_gpu(overrides, on_gpu):
+    from ragscale.pipeline.execute import stage_labels
+    from ragscale.plan import plan_run
+    from ragscale.run import compose
+    from ragscale.runner import start_line
+
+    plan = plan_run(compose(["+scenario=mtrag", "steps=[algorithmic]", *overrides]))
+    assert start_line(plan, stage_labels(plan)) == f"[ragscale] starting Ray and the stages' workers (read, encoder, derive{on_gpu})"
+
+
 @pytest.mark.parametrize("engine, asked, calls", [("vllm", None, 4), ("llama.cpp", None, 1), ("openai", None, 4),
                                                   ("vllm", 2, 2), ("llama.cpp", 3, 3)])
 def test_batches_in_flight_follow_the_engine_unless_asked(engine, asked, calls):
