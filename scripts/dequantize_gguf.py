@@ -67,9 +67,16 @@ def main() -> None:
         print(f"[dequantize] {out} already present")
         return
     sys.path.insert(0, ROOT)
-    from ragscale.models import resolve_gguf
+    from ragscale.errors import UserError
+    from ragscale.models import resolve_gguf, split_gguf_spec
 
-    gguf = resolve_gguf(args.gguf)
+    spec, kind = split_gguf_spec(args.gguf)
+    if kind:  # a requantized copy only adds rounding to the weights the file holds
+        raise SystemExit(f"dequantize_gguf: --gguf {args.gguf}: give the file itself ({spec}), without @{kind}")
+    try:
+        gguf = resolve_gguf(spec)
+    except UserError as e:
+        raise SystemExit(f"dequantize_gguf: {e}") from None
     t0 = time.perf_counter()
     dequantize(gguf, out, args.dtype)
     size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))

