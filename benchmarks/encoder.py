@@ -13,7 +13,8 @@ others report their largest and mean absolute difference from it per metric.
     python3 benchmarks/encoder.py --settings cpu:fp32:4096 cuda:fp32:32768 cuda:bf16:32768 cuda:fp16:32768
 
 Prints one JSON object: per setting the seconds (load, tokenize, encode cold/warm, scoring),
-tokens and texts per second, the speed-up over the reference, and the metric differences.
+texts, word pieces and word pieces per second, the speed-up over the reference, and the metric
+differences.
 """
 
 from __future__ import annotations

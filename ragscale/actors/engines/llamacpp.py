@@ -92,7 +92,8 @@ class GreedyGrammarSampler:
 
 @functools.cache
 def _llama_class() -> type:
-    """llama_cpp.Llama (one subclass per process, made at first use) whose greedy, penalty-free grammar decoding uses ``GreedyGrammarSampler``."""
+    """llama_cpp.Llama (one subclass per process, made at first use) whose greedy, penalty-free
+    grammar decoding uses ``GreedyGrammarSampler``."""
     from llama_cpp import Llama
 
     class FastGrammarLlama(Llama):
