@@ -41,6 +41,9 @@ earlier outputs, which does not matter when replaying them). The fields this add
   calls), ``generate_calls`` (= sampling settings), ``prompts`` (= the actor's engine
   prompts), ``generations``, ``prompt_tokens``, ``completion_tokens``, ``tok_per_s``
   ((prompt + completion) / ``wall_s``), ``completion_tok_per_s``.
+- ``engine_options``: the engine's numeric and on/off settings (llama.cpp: ``flash_attn``,
+  ``n_threads``, ...; for llama.cpp also ``cpu_features``, the instruction sets of its build);
+  ``actor_scores``: the judge actor's score per ``record/judge``, to compare two settings' outputs.
 - ``judge_fraction_of_ceiling``: the judge stage's throughput as a fraction of the ceiling;
   the prompts are the same, so it is ``engine_ceiling.wall_s / ragscale_judge_actor.wall_s``
   (1.0: the actor drives the engine at its limit).
@@ -224,6 +227,18 @@ def engine_ceiling(kwargs: dict, calls: Sequence[tuple[Sequence[Any], dict]]) ->
     return load_s, wall_s, len(groups), sum(len(p) for _, p in groups), tokens
 
 
+def engine_options(kwargs: dict) -> dict:
+    """The engine's numeric and on/off settings (``options`` resolved; no strings: no URL or
+    path lands in the JSON), and for llama.cpp the instruction sets its build uses: what a
+    figure depends on besides the model and the prompts."""
+    out = {k: v for k, v in sorted(kwargs.items()) if isinstance(v, (bool, int, float))}
+    if kwargs["engine"] == "llama.cpp":
+        import llama_cpp
+
+        out["cpu_features"] = llama_cpp.llama_print_system_info().decode().strip()
+    return out
+
+
 def main() -> None:
     ap, args = judge_cli(__doc__, os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"), 12, JUDGE_NAMES,
                          MORE_JUDGES, rounds=True)
@@ -270,6 +285,7 @@ def main() -> None:
             "benchmark": "judges",
             "engine": kwargs["engine"],
             "model": cfg.judge.model,
+            "engine_options": engine_options(kwargs),
             "records": len(rows),
             "judges": args.judges,
             "engine_load_s": round(load_s, 2),
@@ -283,6 +299,7 @@ def main() -> None:
             "speedup": round(base_s / max(ours_s, 1e-9), 2),
             "scores_compared": len(base_scores),
             "scores_equal": agree,
+            "actor_scores": {f"{i}/{name}": v for (i, name), v in sorted(ours_scores.items())},
             "engine_ceiling": ceiling,
             "judge_fraction_of_ceiling": fraction,
         },

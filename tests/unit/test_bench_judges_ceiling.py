@@ -80,3 +80,10 @@ def test_ceiling_figures_never_divide_by_zero_nor_go_negative():
     assert ceiling["tok_per_s"] == 0.0 and fraction == 0.0
     judge, _, _ = bench.ceiling_figures(1.0, {}, 1, 1.0000001, 0.0, 0.5, 1, 1, {})  # timer jitter: busy > wall
     assert judge["engine_idle_fraction"] == 0.0
+
+
+def test_engine_options_keep_numbers_and_switches_only():
+    kw = {"engine": "openai", "model": "m", "base_url": "http://h:8000/v1", "api_key_env": "KEY_VAR",
+          "concurrency": 8, "timeout_s": 60.0, "stream": True, "extra": None}
+    assert bench.engine_options(kw) == {"concurrency": 8, "stream": True, "timeout_s": 60.0}
+

