@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 from ragscale.io.inputs import Pointer, PointerArray
@@ -182,7 +183,11 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
 
     if not ray_progress_bars:  # quiet mode: ragscale prints its own progress lines
         logging.getLogger("ray.data").setLevel(logging.ERROR)
-    ctx = DataContext.get_current()
+    with warnings.catch_warnings():
+        # Ray 2.60's DataContext() sets its own deprecated fields (use_push_based_shuffle,
+        # use_polars, use_arrow_tensor_v2) at construction: a warning about Ray's code, not ours
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.data\.context")
+        ctx = DataContext.get_current()
     ctx.enable_progress_bars = ray_progress_bars
     ctx.execution_options.preserve_order = False
     ctx.print_on_execution_start = ray_progress_bars

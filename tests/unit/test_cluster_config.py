@@ -190,6 +190,22 @@ def _record_pipeline(plan, monkeypatch) -> list[tuple[str, dict]]:
     return calls
 
 
+def test_building_the_pipeline_raises_no_deprecation_warning(monkeypatch):
+    import warnings
+
+    import ray.data.context
+
+    from ragscale.run import compose, validate
+
+    plan = validate(compose(["+scenario=mtrag"]))
+    # a fresh DataContext, as in a new driver: Ray 2.60's constructor sets its own deprecated fields
+    monkeypatch.setattr(ray.data.context, "_default_context", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        calls = _record_pipeline(plan, monkeypatch)
+    assert "EncoderActor" in dict(calls)
+
+
 @pytest.mark.parametrize("profile", sorted(GPU_PROFILES))
 def test_gpu_profile_pools_and_tensor_parallelism_reach_ray_data_and_vllm(profile, fake_vllm, monkeypatch):
     from omegaconf import OmegaConf
