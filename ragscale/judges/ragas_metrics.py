@@ -35,7 +35,7 @@ schemas (with caps on list lengths and text sizes); anything else is a parse fai
 default.
 
 Under the ``reference`` protocol each judge runs ragas' own generation loop and parser
-(judges/faithfulness.py ``ask``, ``ask_all``: the prompt string as one user message, no
+(judges/ragas_protocol.py ``ask``, ``ask_all``: the prompt string as one user message, no
 schema, temperature 0.01, 0.3 for answer relevancy's n samples, ``extract_json`` + LangChain's
 JSON parser + pydantic's lax validation, FixOutputFormat for an output that does not parse) and
 ragas' handling of the edge cases:
@@ -52,7 +52,7 @@ ragas' handling of the edge cases:
   for answer relevancy: ``null`` (ragas would embed an empty string).
 
 The other differences (seed, ``max_tokens``, truncated outputs, re-asks after ragas gives up)
-are faithfulness.py's, listed there.
+are ragas_protocol.py's, listed there.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ import re
 from typing import Any, Sequence
 
 from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
-from ragscale.judges.faithfulness import ask, ask_all, reference_prompt, render
+from ragscale.judges.ragas_protocol import ask, ask_all, reference_prompt, render
 from ragscale.record import query_of
 from ragscale.metrics.registry import MetricSpec, declare
 
@@ -97,7 +97,7 @@ RECALL_SCHEMA = {
 }
 
 
-# ragas' output models (shapes, as judges/faithfulness.py ``validate`` reads them)
+# ragas' output models (shapes, as judges/ragas_protocol.py ``validate`` reads them)
 RELEVANCE_MODEL = {"question": str, "noncommittal": int}  # ResponseRelevanceOutput
 VERIFICATION_MODEL = {"reason": str, "verdict": int}  # Verification
 CLASSIFICATIONS_MODEL = {"classifications": [{"statement": str, "reason": str, "attributed": int}]}

@@ -22,6 +22,7 @@ import pytest
 from conftest import ROOT, reference_source
 from ragscale.judges import JUDGES
 from ragscale.judges import faithfulness as fa
+from ragscale.judges import ragas_protocol as rp
 from ragscale.judges import ragas_metrics as rm
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, cache_key, drive
 from ragscale.metrics.relevancy import answer_relevancy_score
@@ -163,7 +164,7 @@ def _ours(run) -> tuple:  # noqa: ANN001
     sent = []
 
     def respond(p):  # noqa: ANN001, ANN202
-        assert p.schema is None and p.max_tokens == fa.REFERENCE_MAX_TOKENS and p.params == ()
+        assert p.schema is None and p.max_tokens == rp.REFERENCE_MAX_TOKENS and p.params == ()
         sent.append((tuple((m["role"].replace("user", "human"), m["content"]) for m in p.messages), p.sampling[0]))
         return scripted(p.messages[0]["content"], p.sampling[1])
 
@@ -254,7 +255,7 @@ def test_faithfulness_edge_cases_equal_ragas():
     assert len(sent) == 2  # BADFIX: the output, its fix; the fixed text does not parse
     calls = []
     _ragas_faithfulness("user: q", "BROKEN HOPELESS here.", ["c"], calls)
-    assert len(calls) == 1 + fa.FIX_RETRIES  # the output and three nested fixes
+    assert len(calls) == 1 + rp.FIX_RETRIES  # the output and three nested fixes
 
 
 def test_faithfulness_scores_equal_ragas_evaluate():
@@ -307,7 +308,7 @@ def test_faithfulness_prompts_equal_ragas_prompt_objects():
         assert prompt2.messages[0]["content"] == metric.nli_statements_prompt.to_string(
             NLIStatementInput(context="\n".join(ctx), statements=statements))
     raw = 'Not "json"\n\t\x01 ünï {[ \\ \u2028'
-    fixed = fa.fix_prompt(prompt, raw)
+    fixed = rp.fix_prompt(prompt, raw)
     assert fixed.messages[0]["content"] == fix_output_format_prompt.to_string(
         OutputStringAndPrompt(output_string=raw, prompt_value=prompt.messages[0]["content"]))
     assert fixed.sampling == (0.01, 0) and fixed.version == prompt.version and fixed.judge == prompt.judge
@@ -421,13 +422,13 @@ def test_answer_relevancy_edge_cases():
     calls: list = []
     theirs = _ragas_score(AnswerRelevancy(llm=_ragas_llm(calls), embeddings=_embeddings()), "q", "BROKEN HOPELESS",
                           [], None)
-    assert isinstance(theirs, Exception) and len(calls) == 1 + fa.FIX_RETRIES  # it stops at the first sample
+    assert isinstance(theirs, Exception) and len(calls) == 1 + rp.FIX_RETRIES  # it stops at the first sample
     runs = rm.answer_relevancy(_obj("user: hi\nagent: hello\nuser: and?"), _row("BROKEN HOPELESS", []),
                                protocol="reference")
     res, sent = _ours(runs)
     assert res.details["generated"] == [] and res.details["failed"] == 2
     assert res.details["question"] == "user: hi\nagent: hello\nuser: and?"
-    assert len(sent) == 3 + 2 * fa.FIX_RETRIES  # samples 0 and 2 broken, three fixes each
+    assert len(sent) == 3 + 2 * rp.FIX_RETRIES  # samples 0 and 2 broken, three fixes each
     res, _ = _ours(rm.answer_relevancy({"user_input": "q"}, _row("", []), protocol="reference"))
     assert isinstance(res, JudgeResult)  # ragas asks for an empty response too
     res, _ = _ours(rm.answer_relevancy({"user_input": " "}, _row("a", []), protocol="reference"))
@@ -551,7 +552,7 @@ def _ragas_result(model, text: str, extract: bool = True):  # noqa: ANN001, ANN2
 
 def _ours_result(shape, text: str, extract: bool = True):  # noqa: ANN001, ANN202
     try:
-        return fa.ragas_parse(shape, text, extract)
+        return rp.ragas_parse(shape, text, extract)
     except ValueError:
         return "error"
 
@@ -567,7 +568,7 @@ def test_parser_equals_ragas_parser_on_crafted_outputs():
             assert _ours_result(fa.STATEMENTS_MODEL, text, extract) == theirs, (text, extract)
             seen.add(json.dumps(theirs))
         wrapped = json.dumps({"text": text})
-        assert _ours_result(fa.TEXT_MODEL, wrapped) == _ragas_result(StringIO, wrapped)
+        assert _ours_result(rp.TEXT_MODEL, wrapped) == _ragas_result(StringIO, wrapped)
     assert len(seen) > 8  # the cases reach many different outcomes, errors included
     for v in VALUES:
         text = "Output: " + json.dumps({"statements": [{"statement": "s", "reason": "r", "verdict": v}]})
@@ -599,7 +600,7 @@ def test_parser_shapes_equal_ragas_output_models():
     from ragas.prompt.base import StringIO
 
     assert _shape_of(StatementGeneratorOutput) == fa.STATEMENTS_MODEL
-    assert _shape_of(NLIStatementOutput) == fa.NLI_MODEL and _shape_of(StringIO) == fa.TEXT_MODEL
+    assert _shape_of(NLIStatementOutput) == fa.NLI_MODEL and _shape_of(StringIO) == rp.TEXT_MODEL
 
 
 def test_sampling_equals_ragas():
@@ -607,12 +608,12 @@ def test_sampling_equals_ragas():
     from ragas.metrics._answer_relevance import ResponseRelevancy
     from ragas.prompt.pydantic_prompt import PydanticPrompt
 
-    assert BaseRagasLLM.get_temperature(None, 1) == fa.REFERENCE_TEMPERATURE == 0.01
+    assert BaseRagasLLM.get_temperature(None, 1) == rp.REFERENCE_TEMPERATURE == 0.01
     assert BaseRagasLLM.get_temperature(None, 3) == rm.SAMPLE_TEMPERATURE == 0.3
     assert ResponseRelevancy().strictness == rm.STRICTNESS
     import inspect
 
-    assert inspect.signature(PydanticPrompt.generate).parameters["retries_left"].default == fa.FIX_RETRIES
+    assert inspect.signature(PydanticPrompt.generate).parameters["retries_left"].default == rp.FIX_RETRIES
 
 
 # --- the judge actor ----------------------------------------------------------------------------
