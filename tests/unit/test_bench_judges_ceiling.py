@@ -86,4 +86,3 @@ def test_engine_options_keep_numbers_and_switches_only():
     kw = {"engine": "openai", "model": "m", "base_url": "http://h:8000/v1", "api_key_env": "KEY_VAR",
           "concurrency": 8, "timeout_s": 60.0, "stream": True, "extra": None}
     assert bench.engine_options(kw) == {"concurrency": 8, "stream": True, "timeout_s": 60.0}
-

@@ -115,4 +115,3 @@ def test_flash_attention_is_an_engine_option_off_by_default():
     assert Engine(**kw).llm.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
     on = Engine(**{**kw, "flash_attn": True}).llm
     assert on.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
-
