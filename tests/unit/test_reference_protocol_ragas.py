@@ -22,8 +22,8 @@ import pytest
 from conftest import ROOT, reference_source
 from ragscale.judges import JUDGES
 from ragscale.judges import faithfulness as fa
-from ragscale.judges import ragas_protocol as rp
 from ragscale.judges import ragas_metrics as rm
+from ragscale.judges import ragas_protocol as rp
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, cache_key, drive
 from ragscale.metrics.relevancy import answer_relevancy_score
 
