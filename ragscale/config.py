@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
+
+from ragscale.columns import FIELDS
+
+# `columns.<field>=<your column name>`: one optional key per field ragscale reads (ragscale/columns.py),
+# so that a typo in a field name fails at compose time
+ColumnsConf = make_dataclass("ColumnsConf", [(f, Optional[str], field(default=None)) for f in FIELDS])
 
 
 @dataclass
@@ -249,6 +255,13 @@ class RagscaleConf:
     limit: Optional[int] = None
     steps: List[str] = field(default_factory=list)
     metrics: MetricsConf = field(default_factory=MetricsConf)
+    # Metrics by name (catalog names or aliases, `ragscale metrics`): the run plans the steps they
+    # need and computes only these (and what they are computed from). On the command line
+    # `metrics=[faithfulness,RougeL]` is shorthand for `select=[...]`; `ragscale.evaluate(metrics=...)`.
+    select: List[str] = field(default_factory=list)
+    # Your column names for the fields ragscale reads (ragscale/columns.py, docs/inputs.md):
+    # `columns.answer=generated` (or `input.columns.answer=generated`); `ragscale.evaluate(column_map={...})`.
+    columns: Any = field(default_factory=ColumnsConf)
     encoder: EncoderConf = field(default_factory=EncoderConf)
     judge: JudgeConf = field(default_factory=JudgeConf)
     # A panel of judges (MT-RAG used 4 for RB_llm): each runs panel_metrics' judges and the

@@ -45,6 +45,7 @@ class MetricSpec:
     rate_title: str | None = None  # drawn as a "% of records" bar with this title
     reference: str = ""
     compute: Callable[..., Any] | None = None
+    aliases: tuple[str, ...] = ()  # other names users know it by (ragas', open-rag-eval's), accepted wherever a name is
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES or self.shape not in SHAPES:
