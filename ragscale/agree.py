@@ -18,7 +18,7 @@ from ragscale.report.agreement_io import HUMAN_FILE_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m ragscale.agree",
+    p = OneLineParser(prog="ragscale agree",
                 description="Agreement between a ragscale run's metrics and human ratings or labels.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="ragscale output_dir holding records.jsonl")
     p.add_argument("--human", required=True, metavar="FILE", help=HUMAN_FILE_HELP)
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.bootstrap < 0:
-        print("python -m ragscale.agree: error: --bootstrap must be >= 0", file=sys.stderr)
+        print("ragscale agree: error: --bootstrap must be >= 0", file=sys.stderr)
         return 2
     try:
         from ragscale.report.agreement import agreement, to_markdown, write_outputs
@@ -41,10 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = agreement(args.run_dir, args.human, args.pair, n_boot=args.bootstrap, seed=args.seed)
         paths = write_outputs(result, args.output or os.path.join(args.run_dir, "agreement"))
     except UserError as exc:
-        print(f"python -m ragscale.agree: error: {exc}", file=sys.stderr)
+        print(f"ragscale agree: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. an unreadable records.jsonl or an output folder that cannot be written
-        print(f"python -m ragscale.agree: error: {exc}", file=sys.stderr)
+        print(f"ragscale agree: error: {exc}", file=sys.stderr)
         return 2
     print(to_markdown(result))
     print(f"\nwrote {', '.join(sorted(paths.values()))}")

@@ -126,8 +126,8 @@ def evaluate(data: Any = None, scenario: str = "mtrag", overrides: Sequence[str]
     """
     from omegaconf import open_dict
 
-    from ragscale.cli import secret_override
     from ragscale.io.frames import is_in_memory, write_jsonl
+    from ragscale.overrides import explain, secret_override
     from ragscale.plan import compose
     from ragscale.runner import execute
 
@@ -140,7 +140,7 @@ def evaluate(data: Any = None, scenario: str = "mtrag", overrides: Sequence[str]
     try:
         cfg = compose(args)
     except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types
-        raise UserError(f"invalid config: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}") from None
+        raise UserError(explain(e, args)) from None
     out_dir = os.path.abspath(cfg.output_dir)
     with open_dict(cfg):
         cfg.output_dir = out_dir

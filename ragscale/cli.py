@@ -1,89 +1,155 @@
-"""The ``ragscale`` command: ``run`` (Hydra overrides, ``-m`` for sweeps), ``plot``,
-``report``, ``agree``, ``compare``, ``calibrate``, ``prompts``. A thin layer over ragscale.runner / ragscale.report: every
-subcommand is also ``python -m ragscale.<name>``.
+"""The ``ragscale`` command: ``run`` (Hydra overrides, ``-m`` for sweeps), ``scenarios``,
+``metrics``, ``plot``, ``report``, ``agree``, ``compare``, ``calibrate``, ``prompts``. A thin layer
+over ragscale.runner / ragscale.report: every subcommand is also ``python -m ragscale.<name>``.
 
-Secrets never reach a file: every ``key=value`` argument, in every mode (``-m`` included,
-each value of a sweep), is checked before Hydra writes ``.hydra/`` or ``multirun.yaml``.
+The overrides are checked before Hydra sees them (ragscale.overrides): secrets refused in every
+mode, and a bad override is one line in the user's words (exit code 2) for a single run and for
+each value of a sweep, before Hydra writes ``.hydra/`` or ``multirun.yaml``.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any, Callable, Sequence
 
-from ragscale.errors import UserError
+from ragscale.errors import OneLineParser, UserError, did_you_mean
 
 USAGE = """usage: ragscale COMMAND [ARGS]
 
 commands:
-  run     evaluate: ragscale run +scenario=mtrag [input=...] [output_dir=...] [key=value ...] [-m for sweeps]
-  plot    compare runs: ragscale plot RUN_DIR [RUN_DIR ...] --output FILE.png
-  report  (re)write a run's report.html: ragscale report RUN_DIR
-  agree   judge-vs-human agreement: ragscale agree RUN_DIR --human FILE --pair human=metric
-  compare paired significance tests between two runs over the same tasks: ragscale compare RUN_A RUN_B
+  run       evaluate: ragscale run +scenario=mtrag [input=...] [output_dir=...] [key=value ...] [-m for sweeps]
+  scenarios the scenarios: what each computes, its steps and its sample
+  metrics   the metric catalog: names, aliases, what each needs: ragscale metrics [--family F]
+  plot      compare runs: ragscale plot RUN_DIR [RUN_DIR ...] --output FILE.png
+  report    (re)write a run's report.html: ragscale report RUN_DIR
+  agree     judge-vs-human agreement: ragscale agree RUN_DIR --human FILE --pair human=metric
+  compare   paired significance tests between two runs over the same tasks: ragscale compare RUN_A RUN_B
   calibrate human-calibrated (PPI++) means: ragscale calibrate RUN_DIR --human FILE --pair human=metric
-  prompts the judge prompts a run would send, tokens and cost (dry run): ragscale prompts +scenario=mtrag [--out FILE]
+  prompts   the judge prompts a run would send, tokens and cost (dry run): ragscale prompts +scenario=mtrag [--out FILE]
 
 `ragscale COMMAND --help` for a command's options."""
 
-_SWEEP_SPLIT = re.compile(r"[,()\[\]{}\s]+")
-# Hydra's flags that take no value: moved before the overrides, so that `-m` may stand
-# anywhere on the line (argparse rejects overrides on both sides of a flag).
+# words a user tries for a command -> the command and what to say
+COMMAND_HINTS = {"evaluate": ("run", "ragscale run evaluates"), "eval": ("run", "ragscale run evaluates"),
+                 "score": ("run", "ragscale run evaluates"), "ls": ("metrics", "ragscale metrics lists them"),
+                 "list": ("metrics", "ragscale metrics lists them")}
+
+# the keys a user sets most, as `ragscale run --help` shows them (docs/configuration.md: all of them)
+MAIN_KEYS = (
+    ("+scenario=NAME", "what to compute (the scenarios above); optional with metrics=[...]"),
+    ("input=PATH", "your data: a file, a glob, a directory or [a,b] (default: the scenario's sample)"),
+    ("output_dir=DIR", "where the run writes (default outputs/<scenario>/<time>); the same DIR resumes"),
+    ("limit=N", "the first N records of each input only"),
+    ("metrics=[a,b]", "metrics by name or alias (ragscale metrics lists them)"),
+    ("columns.<field>=NAME", "your column for a field (or input.columns.<field>=NAME), a field one of\n{fields}"),
+    ("judge=NAME", "the judge engine (above); judge.model=PATH_OR_ID its model"),
+    ("steps=[a,b]", "run only these steps of the scenario (ragscale scenarios lists them)"),
+    ("overwrite=true", "start afresh in an output_dir that holds a previous run"),
+    ("cluster=NAME", "where the work runs (above)"),
+    ("encoder=NAME", "the BERTScore encoder (ragscale/conf/encoder/)"),
+    ("+judge_panel=NAME", "a panel of judges for RB_llm (ragscale/conf/judge_panel/)"),
+    ("tracking=mlflow", "log the run to MLflow"),
+    ("progress=lines", "auto, bars, lines or off"),
+)
+
+# Hydra's flags: those that take no value are moved before the overrides (so that `-m` may stand
+# anywhere on the line: argparse rejects overrides on both sides of a flag); those with a value
+# travel with it
 _BARE_FLAGS = ("-m", "--multirun", "-r", "--run", "--resolve", "-h", "--help", "--hydra-help", "--version")
+_VALUE_FLAGS = ("-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-cn", "--config-name", "-cd",
+                "--config-dir", "--experimental-rerun", "-sc", "--shell-completion")
+_INFO_FLAGS, _INFO_VALUES = ("-i", "--info"), ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
+# Hydra runs in one of these modes (one at a time)
+_MODE_FLAGS = ("-r", "--run", "-m", "--multirun", "-c", "--cfg", "-i", "--info", "-sc", "--shell-completion")
+# flags that read another config, or print Hydra's own information: the overrides are not composed here
+_NO_COMPOSE = ("-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir", "--experimental-rerun",
+               "-sc", "--shell-completion", "--hydra-help", "--version", *_INFO_FLAGS)
 
 
-def secret_override(arg: str) -> str | None:
-    """The key of a ``key=value`` argument whose key or value (any value of a sweep) is or
-    looks like a secret; None otherwise."""
-    from ragscale.config import SECRET_KEY_NAME, looks_like_env_name, looks_like_secret
+def split_flags(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(Hydra's flags with their values, the overrides) of a ``ragscale run`` command line."""
+    flags: list[str] = []
+    overrides: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name = a.split("=", 1)[0] if a.startswith("--") else a
+        if a in _BARE_FLAGS or (name in _VALUE_FLAGS + _INFO_FLAGS and "=" in a):
+            flags.append(a)
+        elif a in _VALUE_FLAGS or a in _INFO_FLAGS:
+            takes = a in _VALUE_FLAGS or (i + 1 < len(argv) and argv[i + 1] in _INFO_VALUES)
+            flags.extend(argv[i:i + 2] if takes else [a])
+            i += 1 if takes else 0
+        elif a.startswith("-") and "=" not in a:
+            raise UserError(f"unknown option {a!r} (ragscale run --help lists the options)")
+        else:
+            overrides.append(a)
+        i += 1
+    return flags, overrides
 
-    if "=" not in arg:
-        return None
-    key, _, value = arg.partition("=")
-    key = key.lstrip("+~")
-    name = key.rsplit(".", 1)[-1]
-    parts = [value, *(p.strip("'\"") for p in _SWEEP_SPLIT.split(value) if p)]
-    if SECRET_KEY_NAME.search(name) and value.strip() not in ("", "null"):
-        return key
-    if any(looks_like_secret(p) for p in parts):
-        return key
-    if name == "api_key_env" and value and not all(looks_like_env_name(p) for p in parts[1:] or [value]):
-        return key
-    return None
+
+def _table(rows: Sequence[tuple[str, str]], indent: str = "  ") -> list[str]:
+    """Two aligned columns; a description's further lines are indented under its first."""
+    width = max(len(a) for a, _ in rows) + 2
+    return [f"{indent}{a.ljust(width)}{b}".replace("\n", "\n" + " " * (len(indent) + width)) for a, b in rows]
 
 
-def check_overrides(argv: Sequence[str]) -> None:
-    """Refuse secrets on the command line (every mode), then, for a single run, compose once
-    so that a bad override is a one-line UserError instead of Hydra's report."""
-    from ragscale.config import secret_paths
+def run_help(prog: str = "ragscale run") -> str:
+    """``ragscale run --help``: what a user picks (scenarios, judges, clusters) and the main keys."""
+    from ragscale.columns import FIELDS
+    from ragscale.overrides import group_options
 
-    for a in argv:
-        key = secret_override(a)
-        if key is not None:  # Hydra would write it to .hydra/ or multirun.yaml before anything could refuse it
-            raise UserError(f"refusing {key} on the command line: its value is or looks like a secret (not shown); "
-                            "secrets are read from environment variables only (e.g. judge.options.api_key_env=MY_KEY_VAR)")
-    if any(a.startswith("-") for a in argv):  # -m, --help, --cfg ...: Hydra composes each job itself
-        return
+    keys = [(k, d.format(fields=", ".join(FIELDS))) for k, d in MAIN_KEYS]
+    return "\n".join([
+        f"usage: {prog} [+scenario=NAME] [metrics=[a,b]] [input=PATH] [output_dir=DIR] [key=value ...] [-m]", "",
+        "Evaluates the answers in input with a scenario's metrics or the metrics you name; any key=value",
+        "overrides the configuration, -m runs one job per value of a sweep (limit=10,100 judge=local,openai).", "",
+        "scenarios (+scenario=NAME; ragscale scenarios shows their steps and samples):",
+        *_table(list(group_options("scenario").items())), "",
+        "judge engines (judge=NAME, default local):", *_table(list(group_options("judge").items())), "",
+        "cluster profiles (cluster=NAME, default local):", *_table(list(group_options("cluster").items())), "",
+        "main keys:", *_table(keys), "",
+        "metrics: ragscale metrics lists every metric (name, aliases, family, what it needs).",
+        "every key and the override syntax: docs/configuration.md; other flags: --hydra-help.",
+    ])
+
+
+def _scenario(name: str) -> Any:
+    """A scenario's yaml merged over the scenarios it extends (its defaults list)."""
+    import os
+
     from omegaconf import OmegaConf
 
-    from ragscale.plan import compose
+    from ragscale.overrides import CONF_DIR
 
-    try:
-        cfg = compose(list(argv))
-    except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types
-        parts = [str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__]
-        cause = e.__cause__ or e.__context__
-        if cause is not None and str(cause).strip():
-            parts.append(str(cause).strip().splitlines()[0])
-        raise UserError("invalid override: " + " ".join(parts)) from None
-    leaked = secret_paths(OmegaConf.to_container(cfg, resolve=False))  # a key pasted into a conf/*.yaml file
-    if leaked:
-        raise UserError(f"refusing to run: config value(s) {', '.join(leaked)} look like secrets (not shown); "
-                        "secrets are read from environment variables only")
+    cfg = OmegaConf.load(os.path.join(CONF_DIR, "scenario", f"{name}.yaml"))
+    parents = [d for d in cfg.get("defaults") or [] if isinstance(d, str) and d != "_self_"]
+    return OmegaConf.merge(*[_scenario(p) for p in parents], cfg)
 
 
-def _job(cfg: Any) -> int:
+def scenarios_main(argv: Sequence[str] = ()) -> int:
+    """``ragscale scenarios``: each scenario, what it computes, its steps and its bundled sample."""
+    from ragscale.overrides import group_options
+
+    OneLineParser(prog="ragscale scenarios", description="The scenarios a run picks with +scenario=NAME: what "
+                  "each computes, its steps and the sample it runs without input=.").parse_args(argv)
+    rows = []
+    for name, description in group_options("scenario").items():
+        cfg = _scenario(name)
+        rows += [(name, description), ("", f"steps: {', '.join(cfg.get('steps') or [])}; sample: {cfg.get('sample')}")]
+    print("\n".join(_table(rows, indent="")))
+    print("\nrun one: ragscale run +scenario=NAME [input=...] (ragscale metrics lists their metrics)")
+    return 0
+
+
+def metrics_main(argv: Sequence[str] = ()) -> int:
+    """``ragscale metrics [--family F]``: the metric catalog (ragscale.catalog)."""
+    from ragscale.catalog import main as catalog_main
+
+    return catalog_main(list(argv))
+
+
+def _job(cfg: Any, prog: str) -> int:
     """One Hydra job: a run in its own output directory (a sweep's ``<output_dir>/<job number>``)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -99,10 +165,10 @@ def _job(cfg: Any) -> int:
     try:
         return execute(cfg)
     except UserError as e:
-        print(f"ragscale: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - one job's crash must not end a sweep
-        print(f"ragscale: error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{prog}: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
 
 
@@ -112,25 +178,37 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
     import hydra
 
     from ragscale.config import register
-    from ragscale.plan import CONF_DIR
+    from ragscale.overrides import CONF_DIR, check_overrides, check_sweep, normalize, refuse_secrets
 
-    register()
     try:
-        check_overrides(argv)
+        flags, overrides = split_flags(argv)
+        if "-h" in flags or "--help" in flags:
+            print(run_help(prog))
+            return 0
+        modes = [f for f in flags if f.split("=")[0] in _MODE_FLAGS]
+        if len(modes) > 1:
+            raise UserError(f"{' and '.join(modes)} cannot be combined: give one of -m, --cfg, --info")
+        if any(f.split("=")[0] in _NO_COMPOSE for f in flags):
+            refuse_secrets(overrides)
+        elif "-m" in flags or "--multirun" in flags:
+            check_sweep(overrides)
+        else:
+            check_overrides(overrides)
     except UserError as e:
-        print(f"ragscale: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    register()
     codes: list[int] = []
 
     @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
     def _task(cfg: Any) -> None:
-        codes.append(_job(cfg))
+        codes.append(_job(cfg, prog))
 
     saved = sys.argv
-    sys.argv = [prog, *[a for a in argv if a in _BARE_FLAGS], *[a for a in argv if a not in _BARE_FLAGS]]
+    sys.argv = [prog, *flags, *normalize(overrides)]
     try:
         _task()
-    except SystemExit as e:  # Hydra's own errors (a bad override in a sweep) and --help
+    except SystemExit as e:  # Hydra's own exits (--cfg, --info, a sweeper's error)
         return e.code if isinstance(e.code, int) else 1
     finally:
         sys.argv = saved
@@ -140,12 +218,14 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
     return max(codes, default=0)
 
 
-def _subcommands() -> dict[str, Callable[[Sequence[str]], int]]:
+def subcommands() -> dict[str, Callable[[Sequence[str]], int]]:
+    """The ``ragscale`` subcommands by name (each takes its arguments, returns its exit code)."""
     from ragscale import agree, calibrate, compare, plot, prompts
     from ragscale.report import __main__ as report
 
-    return {"run": run_main, "plot": plot.main, "report": report.main, "agree": agree.main, "compare": compare.main,
-            "calibrate": calibrate.main, "prompts": prompts.main}
+    return {"run": run_main, "scenarios": scenarios_main, "metrics": metrics_main, "plot": plot.main,
+            "report": report.main, "agree": agree.main, "compare": compare.main, "calibrate": calibrate.main,
+            "prompts": prompts.main}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -154,12 +234,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         sys.exit(0 if argv else 2)
-    commands = _subcommands()
+    commands = subcommands()
     if argv[0] in commands:
         sys.exit(commands[argv[0]](argv[1:]))
     if "=" in argv[0] or argv[0].startswith("-"):  # `ragscale +scenario=mtrag ...`: the run command
-        sys.exit(run_main(argv))
-    from ragscale.errors import did_you_mean
-
-    print(f"ragscale: error: unknown command {argv[0]!r}{did_you_mean(argv[0], commands)}\n\n{USAGE}", file=sys.stderr)
+        sys.exit(run_main(argv, prog="ragscale"))
+    if argv[0] in COMMAND_HINTS:
+        command, why = COMMAND_HINTS[argv[0]]
+        hint = f" (did you mean {command!r}? {why})"
+    else:
+        hint = f"{did_you_mean(argv[0], commands)}; ragscale --help lists the commands"
+    print(f"ragscale: error: unknown command {argv[0]!r}{hint}", file=sys.stderr)
     sys.exit(2)

@@ -20,10 +20,21 @@ class RecordError(Exception):
         self.message = message
 
 
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``name`` (difflib, ratio >= 0.5), or None when none is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def ratio(a: str, b: str) -> float:
+    """How alike two names are (difflib's ratio, 0..1): what ``closest`` ranks by."""
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix for the closest choice, or '' when none is close."""
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest(name, choices)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 class OneLineParser(argparse.ArgumentParser):

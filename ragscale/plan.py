@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragscale.errors import UserError
+from ragscale.overrides import CONF_DIR, compose  # noqa: F401 - compose: the CLI's, re-exported for the API and tests
 
-CONF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conf")
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
@@ -72,18 +72,6 @@ class RunPlan:
                                   | ({"protocol": c["protocol"]} if c.get("protocol", "constrained") != "constrained" else {})
                                   for c in self.panel_confs]
         return out
-
-
-def compose(overrides: list[str]) -> Any:
-    """Compose the config as the CLI would (for the Python API, tests and benchmarks)."""
-    from hydra import compose as _compose
-    from hydra import initialize_config_dir
-
-    from ragscale.config import register
-
-    register()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return _compose(config_name="config", overrides=overrides)
 
 
 def _metrics(cfg: Any) -> tuple[list[str], list[str]]:

@@ -14,7 +14,7 @@ from ragscale.errors import OneLineParser, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m ragscale.plot",
+    p = OneLineParser(prog="ragscale plot",
                 description="Compare ragscale runs: one boxplot per metric, one box per run dir.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="ragscale output_dir(s) holding records.jsonl")
     p.add_argument("--output", "-o", default="metrics_comparison.png",
@@ -31,14 +31,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.metrics is not None:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
         if not metrics:
-            print("python -m ragscale.plot: error: --metrics is empty", file=sys.stderr)
+            print("ragscale plot: error: --metrics is empty", file=sys.stderr)
             return 2
     try:
         from ragscale.report.plots import plot_runs
 
         stats = plot_runs(args.run_dirs, args.output, metrics=metrics, by_model=args.by_model)
     except UserError as exc:
-        print(f"python -m ragscale.plot: error: {exc}", file=sys.stderr)
+        print(f"ragscale plot: error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {args.output} ({len(stats)} metrics: {', '.join(stats)})")
     return 0

@@ -79,11 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             value = getattr(args, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise UserError(f"--{name.replace('_', '-')} must be a number >= 0, got {value}")
-        from ragscale.cli import check_overrides
-        from ragscale.plan import compose
+        from ragscale.overrides import check_overrides
 
-        check_overrides(args.overrides)  # secrets refused, a bad override is one line
-        cfg = compose(list(args.overrides))
+        cfg = check_overrides(args.overrides)  # secrets refused, a bad override is one line
         path = os.path.abspath(args.out)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".tmp"

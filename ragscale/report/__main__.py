@@ -11,7 +11,7 @@ from ragscale.errors import OneLineParser, UserError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = OneLineParser(prog="python -m ragscale.report", description="Write a self-contained HTML report of a ragscale run.")
+    p = OneLineParser(prog="ragscale report", description="Write a self-contained HTML report of a ragscale run.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a ragscale output_dir holding records.jsonl")
     p.add_argument("--output", "-o", default=None, help="report path (default RUN_DIR/report.html)")
     p.add_argument("--worst", type=int, default=5, metavar="N", help="lowest-scoring records shown per metric (default 5)")
@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         path = write_report(args.run_dir, args.output, worst_n=args.worst)
     except UserError as exc:
-        print(f"python -m ragscale.report: error: {exc}", file=sys.stderr)
+        print(f"ragscale report: error: {exc}", file=sys.stderr)
         return 2
     print(path)
     return 0

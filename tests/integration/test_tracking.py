@@ -113,6 +113,6 @@ def test_tracking_without_mlflow_installed_is_a_one_line_error(tmp_path):
                           f"output_dir={tmp_path / 'out'}"], cwd=tmp_path, env=env(), capture_output=True,
                          text=True, timeout=300)
     assert res.returncode == 2, res.stdout + res.stderr
-    assert res.stderr.strip() == ("ragscale: error: tracking=mlflow needs MLflow, which is not installed: "
+    assert res.stderr.strip() == ("ragscale run: error: tracking=mlflow needs MLflow, which is not installed: "
                                   "pip install 'ragscale[tracking]'")
     assert "starting Ray" not in res.stdout and not (tmp_path / "out" / "records.jsonl").exists()

@@ -197,7 +197,7 @@ def test_bad_csv_header_is_one_line_before_ray(tmp_path):
     bad.write_text("question,answer\nq,a\n")
     res = run_cli(f"input={bad}", f"output_dir={tmp_path / 'out'}")
     assert res.returncode == 2
-    assert res.stderr.startswith("ragscale: error:") and "bad.csv" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert res.stderr.startswith("python -m ragscale.run: error:") and "bad.csv" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert "Traceback" not in res.stderr
 
 

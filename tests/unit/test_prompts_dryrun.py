@@ -242,7 +242,7 @@ def test_command_line(tmp_path, capsys):
     assert [json.loads(x)["judge"] for x in open(out)] == ["idk"] * 3
     assert any(x.startswith("idk ") and x.split()[-1] != "USD" for x in text)
     assert not os.path.exists(tmp_path / "c.sqlite")  # the judge cache is read, never made
-    for argv, message in ((["+scenario=nope"], "invalid override"), (["+scenario=mtrag", "input=/no/such.jsonl"],
+    for argv, message in ((["+scenario=nope"], "unknown scenario 'nope'"), (["+scenario=mtrag", "input=/no/such.jsonl"],
                           "input file not found"), (["+scenario=mtrag", "--price-in", "1"], "go together"),
                           (["+scenario=mtrag", "--price-in", "-1", "--price-out", "1"], ">= 0")):
         assert main([*argv, "--out", str(tmp_path / "x.jsonl")]) == 2
@@ -250,4 +250,4 @@ def test_command_line(tmp_path, capsys):
         assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     from ragscale import cli, prompts
 
-    assert cli._subcommands()["prompts"] is prompts.main and "ragscale prompts" in cli.USAGE
+    assert cli.subcommands()["prompts"] is prompts.main and "ragscale prompts" in cli.USAGE

@@ -170,7 +170,7 @@ def test_metric_modules_import_neither_torch_nor_ray():
 
 
 def test_secrets_on_the_command_line_are_refused_before_hydra_writes_them():
-    from ragscale.cli import check_overrides as _precheck_overrides
+    from ragscale.overrides import check_overrides as _precheck_overrides
 
     for arg in ["+judge.options.api_key=sk-planted", "judge.options.token=abc", "+x.password=p"]:
         with pytest.raises(UserError, match="environment variables only") as e:

@@ -295,7 +295,7 @@ def test_a_value_that_looks_like_a_secret_is_refused_unshown(key, value, message
 
 
 def test_a_secret_on_the_command_line_or_under_a_secret_name_is_refused():
-    from ragscale.cli import secret_override
+    from ragscale.overrides import secret_override
     from ragscale.plan import compose
 
     assert secret_override(f"relevancy.api_key_env={KEY}") == "relevancy.api_key_env"
