@@ -9,6 +9,7 @@ each value of a sweep, before Hydra writes ``.hydra/`` or ``multirun.yaml``.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Callable, Sequence
 
@@ -116,8 +117,6 @@ def run_help(prog: str = "ragscale run") -> str:
 
 def _scenario(name: str) -> Any:
     """A scenario's yaml merged over the scenarios it extends (its defaults list)."""
-    import os
-
     from omegaconf import OmegaConf
 
     from ragscale.overrides import CONF_DIR
@@ -236,7 +235,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(0 if argv else 2)
     commands = subcommands()
     if argv[0] in commands:
-        sys.exit(commands[argv[0]](argv[1:]))
+        try:
+            sys.exit(commands[argv[0]](argv[1:]))
+        except BrokenPipeError:  # `ragscale metrics | head`: the reader left, nothing more to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
     if "=" in argv[0] or argv[0].startswith("-"):  # `ragscale +scenario=mtrag ...`: the run command
         sys.exit(run_main(argv, prog="ragscale"))
     if argv[0] in COMMAND_HINTS:

@@ -144,7 +144,8 @@ def test_the_same_line_from_the_dry_run_and_the_python_api(tmp_path, capsys, mon
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("command", ["plot", "report", "agree", "compare", "calibrate", "prompts", "run"])
+@pytest.mark.parametrize("command", ["plot", "report", "agree", "compare", "calibrate", "prompts", "run", "scenarios",
+                                     "metrics"])
 def test_every_subcommand_names_itself(command, capsys):
     code, out, err = run_cli([command, "--bogus"], capsys)
     assert code == 2 and err.startswith(f"ragscale {command}: error: ") and err.count("\n") == 1, err
@@ -203,3 +204,5 @@ def test_scenarios_lists_each_with_its_steps_and_sample(capsys):
 def test_the_usage_lists_metrics_and_scenarios(capsys):
     code, out, err = run_cli(["--help"], capsys)
     assert code == 0 and "\n  metrics " in out and "\n  scenarios " in out and "\n  run " in out
+    code, out, err = run_cli(["metrics", "--family", "algorithmic"], capsys)  # ragscale.catalog's table
+    assert code == 0 and "\nRougeL_stemFalse " in out and "\nRL_F " not in out, out + err
