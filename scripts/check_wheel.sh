@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installed-wheel check: builds a wheel from this checkout (pip wheel, no new build tool),
-# installs it with the `models` extra into a FRESH venv (torch pinned to the CPU build
-# first), and runs ragscale from a directory OUTSIDE the checkout, so that nothing is
-# imported from the source tree: the configs, judge templates, bundled data and workers
-# must all come from the wheel.
-#   a. ragscale run +scenario=custom                      (console script)
-#   b. python -m ragscale.run +scenario=mtrag steps=[algorithmic] limit=6
+# installs it into a FRESH venv, and runs ragscale from a directory OUTSIDE the checkout, so
+# that nothing is imported from the source tree: the configs, judge templates, bundled data
+# and workers must all come from the wheel. In two steps (docs/install.md):
+# 1. the core, `pip install ragscale` with no extra: torch and transformers are NOT there;
+#   a. ragscale run +scenario=custom                      (console script; no model)
+#   r. python -m ragscale.run +scenario=mtrag steps=[algorithmic] limit=6  is refused before
+#      Ray starts: exit 2, one line naming pip install "ragscale[models]" (ragscale/extras.py)
+# 2. then the `models` extra in the same venv (torch pinned to the CPU build first):
+#   b. python -m ragscale.run +scenario=mtrag steps=[algorithmic] limit=6   (BERTScore)
 #   c. ragscale.evaluate(DataFrame, scenario="custom", ...).to_pandas()   (Python API)
-# and asserts that the wheel ships exactly one top-level import name, `ragscale`.
+# It prints the venv's size after each step, and asserts that the wheel ships exactly one
+# top-level import name, `ragscale`.
 #
 # Environment:
 #   RAGSCALE_WHEEL_VENV   venv to (re)create; default: a fresh one in the temp dir
@@ -104,39 +108,71 @@ pip_q() {  # stdout as is, stderr filtered; the status is pip's (pipefail)
   { "${PIP[@]}" "$@" 2>&1 1>&3 3>&- \
       | { grep -v 'is ignored: it is neither a file nor a directory' || true; } >&2; } 3>&1
 }
-log "installing $TORCH_SPEC (CPU) first"
-pip_q install "$TORCH_SPEC"
-log "installing $(basename "$WHEEL")[models]"
-pip_q install "$WHEEL[models]" "$TORCH_SPEC"
-"$VPY" -c 'import pandas' 2>/dev/null || { log "pandas not brought by ray[data]: installing it"; pip_q install pandas "$TORCH_SPEC"; }
+venv_size() { du -sh "$VENV" | cut -f1; }
+
+# === 1. the core: pip install ragscale, with no extra ========================================
+log "1. installing $(basename "$WHEEL") (the core, no extra)"
+pip_q install "$WHEEL"
+"$VPY" -c 'import pandas' 2>/dev/null || { log "pandas not brought by ray[data]: installing it"; pip_q install pandas; }
 
 # Everything below runs outside the checkout, with nothing from it on the path.
 cd "$WORK"
 unset PYTHONPATH
 export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-"$VPY" - "$ROOT" "$TORCH_SPEC" <<'EOF'
-import importlib.metadata as md, pathlib, sys
-root, spec = pathlib.Path(sys.argv[1]).resolve(), sys.argv[2]
-import ragscale, torch
+# ragscale's cache folder (judge cache, requantized models) in the work dir, not the user's
+export RAGSCALE_CACHE_DIR="$WORK/cache"
+"$VPY" - "$ROOT" <<'EOF'
+import importlib.metadata as md, importlib.util, pathlib, sys
+root = pathlib.Path(sys.argv[1]).resolve()
+import ragscale
 where = pathlib.Path(ragscale.__file__).resolve()
 assert not where.is_relative_to(root / "ragscale"), f"ragscale imported from the checkout: {where}"
-want = spec.split("==", 1)[1] if "==" in spec else None
-assert want is None or torch.__version__.split("+")[0] == want, f"torch {torch.__version__} != {spec}"
 tl = md.distribution("ragscale").read_text("top_level.txt")
 assert tl is None or tl.split() == ["ragscale"], f"installed top_level.txt: {tl!r}"
 d = md.distribution("ragscale")
 assert d.read_text("direct_url.json") is None or '"editable": true' not in d.read_text("direct_url.json"), "editable install"
-print(f"[wheel] installed ok: ragscale {ragscale.__version__} at {where.parent}; torch {torch.__version__}")
+heavy = [m for m in ("torch", "transformers", "llama_cpp") if importlib.util.find_spec(m) is not None]
+assert not heavy, f"the core install brought {heavy}"
+print(f"[wheel] installed ok: ragscale {ragscale.__version__} at {where.parent}; no torch, transformers or llama_cpp")
 EOF
+if "$VPY" -c 'import torch' 2>/dev/null; then fail "1. import torch works in the core venv"; fi
 
 count_records() { "$VPY" -c 'import sys; print(sum(1 for l in open(sys.argv[1]) if l.strip()))' "$1"; }
 
-# --- a. console script, custom scenario ------------------------------------------------------
-log "a. ragscale run +scenario=custom output_dir=$WORK/out1"
+# --- a. console script, custom scenario (no model) -------------------------------------------
+log "a. ragscale run +scenario=custom output_dir=$WORK/out1 (core venv)"
 ragscale run +scenario=custom output_dir="$WORK/out1" || fail "a. ragscale run +scenario=custom exited $?"
 for f in records.jsonl summary.json report.html; do [ -s "$WORK/out1/$f" ] || fail "a. missing $WORK/out1/$f"; done
 log "a. ok: $(count_records "$WORK/out1/records.jsonl") records, summary.json and report.html (templates from the wheel) written"
+
+# --- r. a BERT metric without the models extra: refused before Ray, in one line --------------
+log "r. python -m ragscale.run +scenario=mtrag steps=[algorithmic] limit=6 (core venv: must be refused)"
+rc=0
+"$VPY" -m ragscale.run +scenario=mtrag 'steps=[algorithmic]' limit=6 output_dir="$WORK/refused" \
+  >"$WORK/refused.out" 2>"$WORK/refused.err" || rc=$?
+[ "$rc" -eq 2 ] || { cat "$WORK/refused.out" "$WORK/refused.err" >&2; fail "r. exit code $rc, expected 2"; }
+want_line='BertscoreP, BertscoreR, BertKPrec need torch and transformers: pip install "ragscale[models]"'
+{ [ "$(wc -l <"$WORK/refused.err")" -eq 1 ] && grep -qF "$want_line" "$WORK/refused.err"; } \
+  || { cat "$WORK/refused.err" >&2; fail "r. expected one line on stderr naming: $want_line"; }
+{ [ ! -s "$WORK/refused.out" ] && [ ! -e "$WORK/refused/records.jsonl" ]; } \
+  || { cat "$WORK/refused.out" >&2; fail "r. work started before the refusal"; }
+log "r. ok: exit 2, $(cat "$WORK/refused.err")"
+CORE_SIZE=$(venv_size)
+log "the core venv: $CORE_SIZE"
+
+# === 2. the models extra, in the same venv ===================================================
+log "2. installing $TORCH_SPEC (CPU) first, then $(basename "$WHEEL")[models]"
+pip_q install "$TORCH_SPEC"
+pip_q install "$WHEEL[models]" "$TORCH_SPEC"
+"$VPY" - "$TORCH_SPEC" <<'EOF'
+import sys
+import torch, transformers
+spec = sys.argv[1]
+want = spec.split("==", 1)[1] if "==" in spec else None
+assert want is None or torch.__version__.split("+")[0] == want, f"torch {torch.__version__} != {spec}"
+print(f"[wheel] models ok: torch {torch.__version__}, transformers {transformers.__version__}")
+EOF
 
 # --- b. python -m ragscale.run, mtrag algorithmic -------------------------------------------
 log "b. python -m ragscale.run +scenario=mtrag steps=[algorithmic] limit=6 output_dir=$WORK/out2"
@@ -173,4 +209,10 @@ assert "exact_match" in out.columns, f"no exact_match column in {list(out.column
 print(f"[wheel] c. ok: {len(out)} rows; exact_match = {out['exact_match'].tolist()}")
 EOF
 
+# --- notebook-style API check -----------------------------------------------------------------
+# (reserved: the notebook-style script of issue 32 goes here: a ragas-style DataFrame with its own
+# column names and column_map, metrics by name, to_pandas() with the inputs, ragscale.metrics())
+
+MODELS_SIZE=$(venv_size)
+log "venv sizes: the core (pip install ragscale) $CORE_SIZE; with the models extra $MODELS_SIZE"
 log "all checks passed"

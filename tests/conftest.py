@@ -16,6 +16,31 @@ MTRAG = os.path.join(SHARED, "data", "mtrag")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 
+# ragscale's cache folder (ragscale/cachedir.py: the judge cache's default file) is a fresh temporary
+# folder per test session, so that no test reads the judge answers of another session or of the
+# user's own runs. Set before collection; the runs' subprocesses and Ray workers inherit it. The
+# requantized judge models (a deterministic conversion, keyed by the source file) stay in the user's
+# folder: RAGSCALE_GGUF_CACHE points there.
+SESSION_CACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config) -> None:
+    import tempfile
+
+    from ragscale.cachedir import CACHE_ENV
+    from ragscale.models import gguf_cache_dir
+
+    os.environ.setdefault("RAGSCALE_GGUF_CACHE", gguf_cache_dir())
+    config.stash[SESSION_CACHE] = os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="ragscale-test-cache-")
+
+
+def pytest_unconfigure(config) -> None:
+    import shutil
+
+    if SESSION_CACHE in config.stash:
+        shutil.rmtree(config.stash[SESSION_CACHE], ignore_errors=True)
+
+
 # Local git copies of the reference repositories, read by the conformance tests that compare
 # ragscale with the references' own code and files. Without one those tests skip with a reason
 # that starts with CONFORMANCE; under CI=true they still skip (CI has no network), and the test

@@ -12,7 +12,6 @@ batched across records too. Both paths write the same results.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -63,6 +62,7 @@ def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) ->
     from omegaconf import OmegaConf
 
     from ragscale.actors.engines import resolve as resolve_engine
+    from ragscale.cachedir import judge_cache_path
     from ragscale.errors import UserError
     from ragscale.judges import JUDGED
 
@@ -81,14 +81,14 @@ def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) ->
         if len(set(names)) != len(names):
             raise UserError(f"judge_panel: judge names must be unique, got {names}")
         panel_kwargs = [{"engine": resolve_engine(c, pool), "judges": on_panel, "tag": c["name"],
-                         "cache_path": os.path.abspath(c["cache_path"]) if c["cache_path"] else None,
+                         "cache_path": judge_cache_path(c["cache_path"], f"judge_panel[{c['name']}].cache_path"),
                          "max_retries": c["max_retries"], "protocol": _protocol(c, f"judge_panel[{c['name']}]")}
                         for c in panel]
     j = OmegaConf.to_container(cfg.judge, resolve=True)
     kwargs: dict[str, Any] = {
         "engine": resolve_engine(j, pool),
         "judges": [n for n in judged if n not in on_panel],
-        "cache_path": os.path.abspath(j["cache_path"]) if j["cache_path"] else None,
+        "cache_path": judge_cache_path(j["cache_path"]),
         "max_retries": j["max_retries"],
         "protocol": _protocol(j, "judge"),
     }

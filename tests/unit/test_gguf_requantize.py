@@ -104,8 +104,12 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
     from ragscale.models import gguf_cache_dir
 
     monkeypatch.delenv("RAGSCALE_GGUF_CACHE", raising=False)
+    monkeypatch.delenv("RAGSCALE_CACHE_DIR", raising=False)  # tests/conftest.py sets it for the session
+    monkeypatch.setattr("sys.platform", "linux")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert gguf_cache_dir() == str(tmp_path / "ragscale" / "gguf")
+    monkeypatch.setenv("RAGSCALE_CACHE_DIR", str(tmp_path / "all"))  # ragscale's cache folder (ragscale/cachedir.py)
+    assert gguf_cache_dir() == str(tmp_path / "all" / "gguf")
     monkeypatch.setenv("RAGSCALE_GGUF_CACHE", str(tmp_path / "mine"))
     assert gguf_cache_dir() == str(tmp_path / "mine")
 
