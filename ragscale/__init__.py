@@ -7,7 +7,7 @@
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["evaluate", "load", "Run", "__version__"]
+__all__ = ["evaluate", "load", "metrics", "Run", "__version__"]
 
 
 def __getattr__(name: str) -> Any:  # the API imports lazily: `import ragscale` stays light for Ray workers
@@ -15,4 +15,8 @@ def __getattr__(name: str) -> Any:  # the API imports lazily: `import ragscale` 
         from ragscale import api
 
         return getattr(api, name)
+    if name == "metrics":  # ragscale.metrics(): the catalog as a DataFrame (the package is callable)
+        import ragscale.metrics
+
+        return ragscale.metrics
     raise AttributeError(f"module 'ragscale' has no attribute {name!r}")

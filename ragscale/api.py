@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.errors import UserError
 
 RECORD_COLUMNS = ("record_key", "model_id", "task_id", "conversation_id", "turn", "answerability", "prediction",
                   "error_stage", "error_message", "warnings")
+# to_pandas(inputs=True): the inputs as ragscale read them, beside the ids (records.parquet's columns;
+# "prediction" shown as "answer")
+INPUT_COLUMNS = ("record_key", "model_id", "task_id", "conversation_id", "turn", "question", "contexts", "prediction",
+                 "reference", "answerability", "error_stage", "error_message", "warnings")
 
 
 class Run:
@@ -73,10 +77,13 @@ class Run:
             rows.append({**row, **{m: d["metrics"].get(m) for m in metrics}})
         return pd.DataFrame(rows, columns=["rank", "model_id", "count", "errors", *extra, *metrics])
 
-    def to_pandas(self) -> Any:
-        """One row per record: the record's identity, answer and error (``error_stage``,
-        ``error_message``), then one column per metric; one-element lists (MT-RAG's value
-        shape) are unwrapped, longer lists (several targets, per-passage grades) kept."""
+    def to_pandas(self, inputs: bool = True) -> Any:
+        """One row per record: its ids, its inputs as ragscale read them (``question``,
+        ``contexts``, ``answer``, ``reference``, as ragas' ``EvaluationResult.to_pandas()``), its
+        answerability and error (``error_stage``, ``error_message``, null when it was scored),
+        then one column per metric. One-element lists (MT-RAG's value shape, one reference) are
+        unwrapped, longer lists (several references, per-passage grades) kept. ``inputs=False``:
+        the ids, ``prediction`` and the error, without the other inputs."""
         import pandas as pd
         import pyarrow.parquet as pq
 
@@ -84,7 +91,14 @@ class Run:
         if path is None:
             raise UserError(f"{self.path} has no records.parquet (the run did not finish: re-run it to resume)")
         table = pq.read_table(path)
-        base = table.select([c for c in RECORD_COLUMNS if c in table.column_names]).to_pandas()
+        base = table.select([c for c in (INPUT_COLUMNS if inputs else RECORD_COLUMNS) if c in table.column_names])
+        base = base.to_pandas()
+        if inputs:
+            base = base.rename(columns={"prediction": "answer"})
+            if "reference" in base:
+                base["reference"] = [_unwrap(v.tolist() if hasattr(v, "tolist") else v) for v in base["reference"]]
+            if "contexts" in base:
+                base["contexts"] = [v.tolist() if hasattr(v, "tolist") else v for v in base["contexts"]]
         metrics = table.column("metrics").combine_chunks() if "metrics" in table.column_names else None
         if metrics is not None and metrics.type.num_fields:
             for i in range(metrics.type.num_fields):
@@ -113,19 +127,31 @@ def load(run_dir: str) -> Run:
     return Run(run_dir)
 
 
-def evaluate(data: Any = None, scenario: str = "mtrag", overrides: Sequence[str] = (),
-             output_dir: str | None = None, printer: Callable[[str], None] = print) -> Run:
-    """Evaluate ``data`` with a scenario's metrics and return the Run.
+def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, scenario: str | None = None,
+             column_map: Mapping[str, str] | None = None, judge: str | Mapping[str, Any] | None = None,
+             overrides: Sequence[str] = (), output_dir: str | None = None,
+             printer: Callable[[str], None] = print) -> Run:
+    """Evaluate ``data`` and return the Run.
 
-    ``data``: a path, a glob or a list of paths (MT-RAG JSONL, open-rag-eval CSV, RAGAS-style
-    JSONL), a pandas DataFrame, a list of dicts, a ``datasets.Dataset``, or
-    None for the scenario's bundled sample. ``overrides``: Hydra overrides as on the command
-    line (``"judge=openai"``, ``"limit=10"``). Ray is started in this process (and stopped
-    afterwards) unless it is already running. A bad config or input raises UserError; a run
-    that fails midway returns its Run with ``ok == False`` and warns (re-run to resume).
+    ``data``: a path, a glob or a list of paths (JSONL, CSV, Parquet), a pandas DataFrame, a list
+    of dicts, a ``datasets.Dataset``, or None for the scenario's bundled sample. ``metrics``: metric
+    names or aliases (``["faithfulness", "RougeL"]``; ``ragscale.metrics()`` lists them): the run
+    computes these and what they are computed from. ``scenario``: a scenario's metrics and settings
+    (``"mtrag"``, ``"ragas"``...; ``metrics`` then narrows them); with neither, MT-RAG's pipeline.
+    ``column_map``: your column names for the fields ragscale reads (``{"question": "query",
+    "answer": "generated", "contexts": "docs", "reference": "gold"}``; docs/inputs.md). ``judge``:
+    a judge config (``"local"``, ``"openai"``, ``"vllm"``) or its settings (``{"name": "openai",
+    "model": "gpt-4o-mini", "base_url": ...}``; keys that are not judge settings are engine
+    options); API keys only from environment variables. ``overrides``: ``key=value`` as on the
+    command line. Ray is started in this process (and stopped afterwards) unless it is running.
+    A bad config or input raises UserError (one line) before any work; a run with failed records
+    warns and returns its Run (``to_pandas()`` has each record's error); a run that stops midway
+    returns its Run with ``ok == False`` (call again with the same output_dir to resume).
     """
     from omegaconf import open_dict
 
+    from ragscale.columns import mapped
+    from ragscale.exitcodes import FAILED, OK, outcome
     from ragscale.io.frames import is_in_memory, write_jsonl
     from ragscale.overrides import explain, secret_override
     from ragscale.plan import compose
@@ -136,7 +162,13 @@ def evaluate(data: Any = None, scenario: str = "mtrag", overrides: Sequence[str]
         if key is not None:
             raise UserError(f"refusing override {key}: its value is or looks like a secret (not shown); "
                             "secrets are read from environment variables only")
-    args = [f"+scenario={scenario}", *overrides] + ([f"output_dir={output_dir}"] if output_dir else [])
+    names = [metrics] if isinstance(metrics, str) else list(metrics or [])
+    columns = mapped(column_map)
+    judge_name, judge_settings = _judge(judge)
+    if scenario is None and not names:
+        scenario = "mtrag"
+    args = [*([f"+scenario={scenario}"] if scenario else []), *([f"judge={judge_name}"] if judge_name else []),
+            *overrides] + ([f"output_dir={output_dir}"] if output_dir else [])
     try:
         cfg = compose(args)
     except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types
@@ -144,12 +176,46 @@ def evaluate(data: Any = None, scenario: str = "mtrag", overrides: Sequence[str]
     out_dir = os.path.abspath(cfg.output_dir)
     with open_dict(cfg):
         cfg.output_dir = out_dir
+        if names:
+            cfg.select = names
+        for field, column in columns.items():
+            cfg.columns[field] = column
+        for key, value in judge_settings.items():
+            if key == "options" and isinstance(value, Mapping):
+                cfg.judge.options.update(dict(value))
+            else:
+                (cfg.judge if key in cfg.judge else cfg.judge.options)[key] = value
         if data is not None:
             cfg.input = write_jsonl(data, os.path.join(out_dir, "inputs")) if is_in_memory(data) else (
                 [os.fspath(d) for d in data] if isinstance(data, (list, tuple)) else os.fspath(data))
     code = execute(cfg, printer)
     run = Run(out_dir)
-    if code != 0:
+    if code == FAILED:
         warnings.warn(f"ragscale run in {out_dir} failed: {run.run_info.get('failure') or 'records missing'}; "
                       "call evaluate again with the same output_dir to resume", RuntimeWarning, stacklevel=2)
+    elif code != OK:  # finished, but some or all records failed: each has its error (to_pandas: error_message)
+        rec = run.run_info.get("records") or {}
+        warnings.warn(f"ragscale run in {out_dir}: {outcome(code, rec.get('in', 0), rec.get('errored', 0))}; "
+                      "each failed record has its error_message in Run.to_pandas()", RuntimeWarning, stacklevel=2)
     return run
+
+
+def _judge(judge: str | Mapping[str, Any] | None) -> tuple[str | None, dict]:
+    """(judge config name, settings) of ``evaluate``'s ``judge``: a name, or a mapping whose
+    ``name`` picks the config and whose other keys are its settings; secrets are refused."""
+    if judge is None:
+        return None, {}
+    if isinstance(judge, str):
+        return judge, {}
+    if not isinstance(judge, Mapping):
+        raise UserError(f"judge must be a judge config name (local, openai, vllm) or a dict of its settings, "
+                        f"got {type(judge).__name__}")
+    from ragscale.config import secret_paths
+
+    settings = dict(judge)
+    leaked = secret_paths(settings)
+    if leaked:
+        raise UserError(f"refusing judge setting(s) {', '.join(leaked)}: a value is or looks like a secret (not "
+                        "shown); API keys are read from environment variables only (api_key_env names the variable)")
+    name = settings.pop("name", None)
+    return (None if name is None else str(name)), settings

@@ -6,6 +6,8 @@ check and docs/inputs.md use.
 
 from __future__ import annotations
 
+from typing import Any
+
 # field -> what it is (docs/inputs.md shows this table)
 FIELDS: dict[str, str] = {
     "question": "the user's question (a string)",
@@ -31,3 +33,98 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "task_id": ("task_id", "question_id", "query_id", "qid", "id", "sample_id"),
     "answerability": ("answerability",),
 }
+
+# The names each input layout reads for a field (ragscale.record's readers): ragas' EvaluationDataset
+# names, then its legacy (0.1) names; MT-RAG's; open-rag-eval's.
+RAGAS_ANSWER = ("response", "answer")
+RAGAS_QUESTION = ("user_input", "question")
+RAGAS_REFERENCE = ("reference", "ground_truth")
+RAGAS_CONTEXTS = ("retrieved_contexts", "contexts")
+LAYOUT_NAMES: dict[str, tuple[str, ...]] = {
+    "question": (*RAGAS_QUESTION, "query"),
+    "answer": (*RAGAS_ANSWER, "predictions", "generated_answer"),
+    "contexts": RAGAS_CONTEXTS,
+    "reference": (*RAGAS_REFERENCE, "targets"),
+    "model_id": ("model_id",),
+    "task_id": ("task_id",),
+    "answerability": ("answerability",),
+}
+# where a mapped field goes in the layout the record is read as
+_RAGAS_KEY = {"question": "user_input", "answer": "response", "contexts": "retrieved_contexts", "reference": "reference"}
+_MTRAG_KEY = {"question": "query", "answer": "predictions", "contexts": "contexts", "reference": "targets"}
+
+
+def mapped(columns: Any) -> dict[str, str]:
+    """The user's column names by field (``column_map`` / ``columns.<field>``), unset fields left out;
+    an unknown field is a one-line UserError."""
+    from ragscale.errors import UserError, did_you_mean
+
+    items = dict(columns or {})
+    for field in items:
+        if field not in FIELDS:
+            raise UserError(f"column_map: unknown field {field!r}{did_you_mean(field, FIELDS)}; "
+                            f"the fields are {', '.join(FIELDS)}")
+    out = {f: c for f, c in items.items() if c is not None}
+    for field, col in out.items():
+        if not isinstance(col, str) or not col:
+            raise UserError(f"column_map: the column for {field!r} must be a column name, got {col!r}")
+    return out
+
+
+def as_list(value: Any) -> Any:
+    """A list-valued cell as a list: a list as is; a string that is a JSON or Python list literal
+    (how CSV exports, ragas' among them, write lists) parsed; any other string one item."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            import ast
+            import json
+
+            for parse in (json.loads, ast.literal_eval):
+                try:
+                    parsed = parse(text)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    continue
+                if isinstance(parsed, list):
+                    return parsed
+        return [value]
+    return value
+
+
+def _ident(value: Any) -> Any:
+    """An id cell as a string (``7`` -> ``"7"``); None stays None."""
+    return None if value is None else value if isinstance(value, str) else str(value)
+
+
+def remap(obj: Any, columns: dict[str, str]) -> Any:
+    """The record ``obj`` with the user's columns (``columns``: field -> column name) under the
+    names its layout reads: ragas' names (``response``, ``retrieved_contexts`` ...) when the
+    answer is mapped or the record is not MT-RAG's, else MT-RAG's (``predictions``, ``contexts``,
+    ``targets``). The layout's own names for a mapped field are dropped, so they never compete."""
+    if not columns or not isinstance(obj, dict):
+        return obj
+    values = {f: obj.get(c) for f, c in columns.items()}
+    mtrag = "answer" not in columns and "predictions" in obj
+    view = dict(obj)
+    for field in columns:
+        for name in LAYOUT_NAMES[field]:
+            view.pop(name, None)
+    for field, value in values.items():
+        if field in ("model_id", "task_id"):
+            value = _ident(value)
+        elif field == "contexts" and value is not None:
+            value = as_list(value)
+        elif field == "reference" and value is not None:
+            value = as_list(value) if mtrag or isinstance(value, list) else value
+        if mtrag and field in _MTRAG_KEY and value is not None and field in ("answer", "reference"):
+            value = [v if isinstance(v, dict) else {"text": v} for v in (value if isinstance(value, list) else [value])]
+        key = (_MTRAG_KEY if mtrag else _RAGAS_KEY).get(field, field)
+        if value is not None:
+            view[key] = value
+    return view
+
+
+def guess(found: Any, field: str) -> str | None:
+    """The column among ``found`` that most likely holds ``field`` (its SYNONYMS, in order), or None."""
+    names = {str(c).casefold(): str(c) for c in found}
+    return next((names[s] for s in SYNONYMS[field] if s in names), None)

@@ -296,6 +296,10 @@ class RagscaleConf:
 def register() -> None:
     from omegaconf import OmegaConf
 
+    # `${ragscale.or:${scenario_name},metrics}`: a value, or a default where it is null (the default
+    # output_dir of a run that chose its metrics by name and no scenario)
+    if not OmegaConf.has_resolver("ragscale.or"):
+        OmegaConf.register_new_resolver("ragscale.or", lambda value, default: default if value is None else value)
     if not OmegaConf.has_resolver("ragscale.cache"):  # `${ragscale.cache:NAME}`: NAME in ragscale's cache folder
         from ragscale.cachedir import cache_file
 

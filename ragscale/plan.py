@@ -16,11 +16,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragscale.columns import mapped
 from ragscale.errors import UserError
 from ragscale.extras import check_extras
 from ragscale.overrides import CONF_DIR, compose  # noqa: F401 - compose: the CLI's, re-exported for the API and tests
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+SELECTED = "metrics"  # the scenario name of a run that chose its metrics by name and no scenario
 
 
 @dataclass(frozen=True)
@@ -77,12 +79,17 @@ class RunPlan:
 
 def _metrics(cfg: Any) -> tuple[list[str], list[str]]:
     """(steps, metrics) enabled by the config, checked against the metric catalog."""
-    from ragscale.metrics.registry import expand_k, resolve_metrics, validate_steps
+    from ragscale.metrics.registry import expand_k, resolve_metrics, select, validate_steps
 
-    if not cfg.scenario_name:
-        raise UserError("no scenario selected: add +scenario=mtrag (or trec)")
-    steps = validate_steps(list(cfg.steps))
-    names = expand_k([m for step in steps for m in cfg.metrics[step]], list(cfg.trec.k_values))
+    if cfg.select:  # metrics by name: the steps they belong to, and what they are computed from
+        steps, names = select(list(cfg.select))
+    elif not cfg.scenario_name:
+        raise UserError("nothing to compute: choose metrics (metrics=[faithfulness,RougeL]; `ragscale metrics` lists "
+                        "them) or a scenario (+scenario=mtrag; `ragscale scenarios` lists them)")
+    else:
+        steps = validate_steps(list(cfg.steps))
+        names = [m for step in steps for m in cfg.metrics[step]]
+    names = expand_k(names, list(cfg.trec.k_values))
     if "hallucination" in steps and cfg.hallucination.judge_fallback and "factual_consistency_judge" not in names:
         names.insert(names.index("hhem") + 1 if "hhem" in names else len(names), "factual_consistency_judge")
     metrics = resolve_metrics(names, steps)
@@ -110,7 +117,7 @@ def _inputs(cfg: Any) -> list:
         spec = os.path.join(DATA_DIR, cfg.sample)
     elif not isinstance(spec, (str, int, float)):
         spec = list(OmegaConf.to_container(spec))
-    return resolve_inputs(spec)
+    return resolve_inputs(spec, mapped(OmegaConf.to_container(cfg.columns)))
 
 
 def _expectations(cfg: Any, metrics: list[str]) -> Any:
@@ -211,6 +218,10 @@ def plan_run(cfg: Any) -> RunPlan:
     steps, metrics = _metrics(cfg)
     check_tracking(cfg.tracking)
     files = _inputs(cfg)
+    from ragscale.io.check import check_fields
+    from ragscale.metrics.registry import field_needs
+
+    check_fields(files, field_needs(metrics))  # answers, and what the chosen metrics need, are there
     if cfg.agreement.human:
         from ragscale.report.agreement import parse_pairs
 
@@ -251,7 +262,7 @@ def plan_run(cfg: Any) -> RunPlan:
             stages.add("derive")  # the panel's median
         plan.update(judges)
     run = RunPlan(
-        scenario=cfg.scenario_name, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
+        scenario=cfg.scenario_name or SELECTED, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
         files=tuple(files), encoder_conf=encoder_conf, judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
         expectations=expectations, cluster=cluster, relevancy_kwargs=relevancy_kwargs, **plan,
     )

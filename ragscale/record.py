@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from ragscale.columns import RAGAS_ANSWER, RAGAS_CONTEXTS, RAGAS_QUESTION, RAGAS_REFERENCE, guess, remap
 from ragscale.errors import RecordError
 
 TURN = pa.struct([("speaker", pa.string()), ("text", pa.string())])
@@ -111,6 +112,8 @@ def clean_nan(value: Any) -> Any:
 def _text(value: Any, where: str) -> str:
     if isinstance(value, dict):
         value = value.get("text")
+    if value is None:
+        raise RecordError("input", f"no {where}")
     if not isinstance(value, str):
         raise RecordError("input", f"{where} must be a string, got {type(value).__name__}")
     if not value.strip():
@@ -134,6 +137,7 @@ def answerability_of(obj: dict) -> str | None:
 
 
 ORAG_FORMAT = "open-rag-eval-csv"  # the ``format`` of records normalized from open-rag-eval's CSV
+TABLE_FORMAT = "csv-table"  # the ``format`` of a table CSV's row that could not be read (ragscale.io.table_csv)
 
 
 def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
@@ -155,11 +159,15 @@ def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
         raise RecordError("input", f"record must be a JSON object, got {type(obj).__name__}")
     if obj.get("format") == ORAG_FORMAT:
         return _orag_fields(obj)
+    if obj.get("format") == TABLE_FORMAT and obj.get("input_error"):  # a CSV row that could not be read
+        raise RecordError("input", str(obj["input_error"]))
     if is_ragas_layout(obj):
         return _ragas_fields(obj)
     preds = obj.get("predictions")
     if not isinstance(preds, list) or not preds:
-        raise RecordError("input", "record has no 'predictions' (a non-empty list of {'text': ...})")
+        if "predictions" in obj or any(k in obj for k in ("targets", "input")):  # MT-RAG's layout: its words
+            raise RecordError("input", "record has no 'predictions' (a non-empty list of {'text': ...})")
+        raise RecordError("input", no_answer(obj))
     targets = obj.get("targets")
     if need_targets and (not isinstance(targets, list) or not targets):
         raise RecordError("input", "record has no 'targets' (a non-empty list of {'text': ...})")
@@ -178,16 +186,21 @@ def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
     }
 
 
-RAGAS_ANSWER = ("response", "answer")  # ragas' EvaluationDataset names, then its legacy (0.1) names
-RAGAS_QUESTION = ("user_input", "question")
-RAGAS_REFERENCE = ("reference", "ground_truth")
-RAGAS_CONTEXTS = ("retrieved_contexts", "contexts")
-
-
 def is_ragas_layout(obj: dict) -> bool:
     """A RAGAS-style record: ``user_input``/``response`` (ragas' SingleTurnSample) or the legacy
     ``question``/``answer``, and no MT-RAG ``predictions``."""
     return "predictions" not in obj and any(k in obj for k in RAGAS_ANSWER)
+
+
+def no_answer(obj: dict) -> str:
+    """The message of a record in which no field holds the answer: the names ragscale reads,
+    the record's own fields, and the mapping that would read it (``columns.answer=generated``)."""
+    fields = ", ".join(list(map(str, obj))[:12]) + (", ..." if len(obj) > 12 else "")
+    hint = guess(obj, "answer")
+    how = f"columns.answer={hint} (column_map={{'answer': {hint!r}}} in Python)" if hint else \
+        "columns.answer=NAME (column_map={'answer': NAME} in Python)"
+    return (f"no answer: the record has none of response, answer (ragas), predictions (MT-RAG), generated_answer "
+            f"(open-rag-eval); its fields: {fields or 'none'}; name the answer's column with {how}")
 
 
 def _first_key(obj: dict, keys: tuple[str, ...]) -> str | None:
@@ -205,7 +218,8 @@ def _ragas_fields(obj: dict) -> dict:
         raise RecordError("input", f"'{ctx_key}' must be a list of strings, got {type(contexts).__name__}")
     return {
         "prediction": _text(obj.get(key), key),
-        "targets": [_text(obj[ref], ref)] if ref else [],
+        "targets": ([_text(t, f"{ref}[{i}]") for i, t in enumerate(obj[ref])] if isinstance(obj[ref], list)
+                    else [_text(obj[ref], ref)]) if ref else [],
         "passages": [_text(c, f"{ctx_key}[{i}]") for i, c in enumerate(contexts)],
         "answerability": answerability_of(obj),
     }
@@ -244,6 +258,23 @@ def query_of(obj: dict) -> str:
             if isinstance(t, dict) and t.get("speaker") == "user" and isinstance(t.get("text"), str):
                 return t["text"]
     return ""
+
+
+def inputs_of(obj: Any) -> dict:
+    """The inputs of an input or output record as ragscale read them: ``question``, ``contexts``
+    (passage texts), ``reference`` (reference answers, a list) and ``answer``; None for what the
+    record does not hold or holds malformed (its error says why)."""
+    out: dict[str, Any] = {"question": None, "contexts": None, "reference": None, "answer": None}
+    if not isinstance(obj, dict):
+        return out
+    out["question"] = query_of(obj) or None
+    try:
+        fields = extract_fields(obj, need_targets=False)
+    except RecordError:
+        out["answer"] = answer_of(obj)
+        return out
+    out.update(answer=fields["prediction"] or None, contexts=fields["passages"], reference=fields["targets"] or None)
+    return out
 
 
 def answer_of(obj: dict) -> str | None:
@@ -292,45 +323,62 @@ def _turns(value: Any) -> list[dict] | None:
     return [{k: (None if t.get(k) is None else str(t.get(k))) for k in ("speaker", "text")} for t in value]
 
 
+UNREADABLE = "input_line"  # where an output record keeps an input line that is not a JSON object
+
+
+def is_unreadable(rec: dict) -> bool:
+    """Whether an output record is an input line that is not a JSON object (kept under
+    ``input_line``, with an input error): it names no model, the reader gave it its file's."""
+    return rec.get("error") is not None and UNREADABLE in rec and "ragscale" in rec
+
+
 def read_record(raw: str, *, key: str, model_id: str, task_id: str | None, source_file: str, source_line: int,
-                need_targets: bool) -> Record:
+                need_targets: bool, columns: dict[str, str] | None = None) -> Record:
     """Parse one input line (the only parse of it) into a Record; a bad record gets an ``error``
-    (stage ``input``) and keeps its input for the output."""
-    rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({"input_line": raw}, ensure_ascii=False))
+    (stage ``input``) and keeps its input for the output. ``columns`` names the user's columns
+    for the fields ragscale reads (ragscale.columns); the output keeps the user's names."""
+    rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({UNREADABLE: raw}, ensure_ascii=False))
     try:
         obj = json.loads(raw)
     except ValueError as e:
         rec.error = error_json("input", f"line is not valid JSON: {e}")
         return rec
+    view = remap(obj, columns) if columns else obj
     if isinstance(obj, dict):
-        own_id = isinstance(obj.get("model_id"), str) and bool(obj["model_id"].strip())
+        own_id = isinstance(view.get("model_id"), str) and bool(view["model_id"].strip())
+        mapped_id = view is not obj and (columns or {}).get("model_id", "model_id") != "model_id"
+        # a mapped task id is written as task_id (as ragscale writes model_id), so that every tool reads it
+        extra = {"task_id": str(view["task_id"])} if view is not obj and "task_id" not in obj \
+            and view.get("task_id") is not None else {}
         # the line itself when it is what the output keeps: no NaN, no key ragscale writes (but its own model_id)
         verbatim = "NaN" not in raw and "Infinity" not in raw and not any(k in obj for k in RESERVED[1:]) \
-            and ("model_id" not in obj or own_id)
+            and ("model_id" not in obj or own_id) and not mapped_id and not extra
         clean = obj if verbatim else clean_nan(obj)
-        rec.input_has_model_id = verbatim and own_id
+        rec.input_has_model_id = verbatim and own_id and "model_id" in obj
         rec.input_json = raw.strip() if verbatim else json.dumps(
-            {k: v for k, v in clean.items() if k not in RESERVED}, ensure_ascii=False)
+            {**{k: v for k, v in clean.items() if k not in RESERVED}, **extra}, ensure_ascii=False)
         if isinstance(clean.get("metrics"), dict) and clean["metrics"]:
             rec.input_metrics = json.dumps(clean["metrics"], ensure_ascii=False)
         if own_id:
-            rec.model_id = obj["model_id"]
-        if obj.get("task_id") is not None:
-            rec.task_id = str(obj["task_id"])
-        rec.query, rec.conversation = query_of(obj), _turns(obj.get("input"))
+            rec.model_id = view["model_id"]
+        if view.get("task_id") is not None:
+            rec.task_id = str(view["task_id"])
+        rec.query, rec.conversation = query_of(view), _turns(view.get("input"))
         if isinstance(obj.get("answer_status"), str):
             rec.answer_status = obj["answer_status"]
         if obj.get("labels") is not None:
             rec.labels = json.dumps(clean["labels"])
     try:
-        fields = extract_fields(obj, need_targets=need_targets)
+        if columns and "answer" in columns and isinstance(obj, dict) and obj.get(columns["answer"]) is None:
+            raise RecordError("input", f"no answer: the record has no {columns['answer']!r} (columns.answer)")
+        fields = extract_fields(view, need_targets=need_targets)
     except RecordError as e:
         rec.error = error_json(e.stage, e.message)
         return rec
     rec.warnings = list(fields.pop("warnings", []))
     for name, value in fields.items():
         setattr(rec, name, value)
-    rec.passage_ids = passage_ids_of(obj, len(rec.passages or []))
+    rec.passage_ids = passage_ids_of(view, len(rec.passages or []))
     return rec
 
 

@@ -55,6 +55,15 @@ def is_in_memory(data: Any) -> bool:
     return True
 
 
+def is_written(path: str) -> bool:
+    """Whether ``path`` is in-memory data written by ``write_jsonl`` (``.../inputs/<12 hex>/<stem>.jsonl``):
+    messages then speak of "the data", not of a file the user never wrote."""
+    parent = os.path.dirname(os.path.abspath(path))
+    digest = os.path.basename(parent)
+    return os.path.basename(os.path.dirname(parent)) == "inputs" and len(digest) == 12 and \
+        all(c in "0123456789abcdef" for c in digest)
+
+
 def write_jsonl(data: Any, folder: str, stem: str = "data") -> str:
     """Write the records of ``data`` to ``folder/<content hash>/<stem>.jsonl``; returns the path.
     Records without a ``model_id`` are attributed to model ``<stem>``."""

@@ -28,10 +28,11 @@ CSV_SUFFIXES = (".csv",)
 @dataclass(frozen=True)
 class InputFile:
     path: str  # absolute
-    fmt: str  # jsonl | parquet | csv
+    fmt: str  # jsonl | parquet | csv (open-rag-eval's) | table (a CSV of one record per row)
     stem: str  # default model_id
     tag: str  # short stable id used in record keys
-    data: str | None = None  # csv: the normalized JSONL the pipeline reads (see materialize_csv)
+    data: str | None = None  # csv, table: the normalized JSONL the pipeline reads (see materialize_csv)
+    columns: tuple[tuple[str, str], ...] = ()  # (field, the user's column) pairs (ragscale.columns)
 
     @property
     def read_path(self) -> str:
@@ -39,7 +40,16 @@ class InputFile:
 
     @property
     def read_fmt(self) -> str:
-        return "jsonl" if self.fmt == "csv" else self.fmt
+        return "jsonl" if self.fmt in ("csv", "table") else self.fmt
+
+    @property
+    def column_map(self) -> dict[str, str]:
+        """The user's column names by field (empty: the layouts' own names)."""
+        return dict(self.columns)
+
+    def column(self, field: str) -> str:
+        """The name this file's records give ``field`` (``task_id`` unless mapped)."""
+        return self.column_map.get(field, field)
 
 
 def _fmt(path: str) -> str | None:
@@ -53,8 +63,9 @@ def _fmt(path: str) -> str | None:
     return None
 
 
-def resolve_inputs(spec: Any) -> list[InputFile]:
-    """Expand ``input=``: a file, a glob, a directory, or a list of those, into input files.
+def resolve_inputs(spec: Any, columns: dict[str, str] | None = None) -> list[InputFile]:
+    """Expand ``input=``: a file, a glob, a directory, or a list of those, into input files;
+    ``columns`` (field -> the user's column name) travels with each file to its reader.
 
     Raises UserError (one line) for a path that matches nothing or an unknown format.
     """
@@ -86,31 +97,43 @@ def resolve_inputs(spec: Any) -> list[InputFile]:
         if fmt is None:
             raise UserError(f"unsupported input format (use .jsonl, .parquet or open-rag-eval's .csv): {p}")
         if fmt == "csv":
-            from ragscale.io.orag_csv import check_header
+            from ragscale.io.table_csv import header, is_orag_header
 
-            check_header(ap)
+            if is_orag_header(ap):
+                from ragscale.io.orag_csv import check_header
+
+                check_header(ap)
+            else:  # a table: one record per row
+                header(ap)
+                fmt = "table"
         stem = os.path.basename(ap)
         for suf in JSONL_SUFFIXES + PARQUET_SUFFIXES + CSV_SUFFIXES:
             if stem.lower().endswith(suf):
                 stem = stem[: -len(suf)]
                 break
         tag = f"{stem}-{hashlib.sha1(ap.encode()).hexdigest()[:8]}"
-        files.append(InputFile(ap, fmt, stem, tag))
+        files.append(InputFile(ap, fmt, stem, tag, columns=tuple(sorted((columns or {}).items()))))
     if not files:
         raise UserError("no input files")
     return files
 
 
 def materialize_csv(files: Sequence[InputFile], out_dir: str) -> list[InputFile]:
-    """Normalize each open-rag-eval CSV into ``out_dir/inputs/<tag>.jsonl``: one record per
-    (query_id, query_run) row group (ragscale.io.orag_csv), which the pipeline then reads
-    like JSONL. Deterministic, so a resumed run gets the same record keys."""
+    """Normalize each CSV into ``out_dir/inputs/<tag>.jsonl``, which the pipeline then reads like
+    JSONL: open-rag-eval's CSV one record per (query_id, query_run) row group
+    (ragscale.io.orag_csv), a table CSV one record per row (ragscale.io.table_csv).
+    Deterministic, so a resumed run gets the same record keys."""
+    from dataclasses import replace
+
     out: list[InputFile] = []
     for f in files:
-        if f.fmt != "csv":
+        if f.fmt not in ("csv", "table"):
             out.append(f)
             continue
-        from ragscale.io.orag_csv import read_records
+        if f.fmt == "csv":
+            from ragscale.io.orag_csv import read_records
+        else:
+            from ragscale.io.table_csv import read_rows as read_records
 
         os.makedirs(os.path.join(out_dir, "inputs"), exist_ok=True)
         data = os.path.join(out_dir, "inputs", f"{f.tag}.jsonl")
@@ -119,7 +142,7 @@ def materialize_csv(files: Sequence[InputFile], out_dir: str) -> list[InputFile]
             for rec in read_records(f.path):
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
         os.replace(tmp, data)
-        out.append(InputFile(f.path, f.fmt, f.stem, f.tag, data))
+        out.append(replace(f, data=data))
     return out
 
 
@@ -134,23 +157,24 @@ class Pointer:
         return f"{files[self.file_idx].tag}:{self.line}"
 
 
-def _task_of_line(line: bytes) -> str | None:
+def _task_of_line(line: bytes, key: str = "task_id") -> str | None:
     try:
         obj = json.loads(line)
     except ValueError:
         return None
-    return str(obj.get("task_id")) if isinstance(obj, dict) and obj.get("task_id") is not None else None
+    return str(obj.get(key)) if isinstance(obj, dict) and obj.get(key) is not None else None
 
 
 def scan(files: Sequence[InputFile], *, with_tasks: bool) -> Iterator[Pointer]:
     """Yield a pointer per record (non-blank JSONL line or Parquet row), in input order."""
     for i, f in enumerate(files):
+        task_key = f.column("task_id")
         if f.read_fmt == "jsonl":
             offset = 0
             with open(f.read_path, "rb") as fh:
                 for lineno, line in enumerate(fh, start=1):
                     if line.strip():
-                        yield Pointer(i, lineno, offset, _task_of_line(line) if with_tasks else None)
+                        yield Pointer(i, lineno, offset, _task_of_line(line, task_key) if with_tasks else None)
                     offset += len(line)
         else:
             import pyarrow.parquet as pq
@@ -160,8 +184,8 @@ def scan(files: Sequence[InputFile], *, with_tasks: bool) -> Iterator[Pointer]:
             except Exception as e:  # noqa: BLE001 - any pyarrow failure is a bad file
                 raise UserError(f"cannot read Parquet file {f.path}: {e}") from None
             tasks: list[Any] = [None] * pf.metadata.num_rows
-            if with_tasks and "task_id" in pf.schema_arrow.names:
-                tasks = pf.read(columns=["task_id"]).column(0).to_pylist()
+            if with_tasks and task_key in pf.schema_arrow.names:
+                tasks = pf.read(columns=[task_key]).column(0).to_pylist()
             for row in range(pf.metadata.num_rows):
                 yield Pointer(i, row, -1, None if tasks[row] is None else str(tasks[row]))
 

@@ -16,17 +16,16 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
-import sys
 from typing import Iterator
 
 from ragscale.errors import UserError
+from ragscale.io.csv_rows import csv_rows, open_csv
 
 FORMAT = "open-rag-eval-csv"
 REQUIRED = ("query", "passage_id", "passage", "generated_answer")
 OPTIONAL = ("query_id", "query_run")
 NO_ANSWER = "NO_ANSWER"  # open_rag_eval/utils/constants.py
 API_ERROR = "API_ERROR"
-_BOM = b"\xef\xbb\xbf"
 _CITABLE_ID = re.compile(r"\[\d+\]")
 
 
@@ -38,77 +37,6 @@ def derived_query_id(query: str) -> str:
 def _short(text: str, n: int = 50) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= n else text[: n - 1] + "…")
-
-
-class _Lines:
-    """Physical lines of a file as text, 1-based numbered; remembers the lines read since
-    the last ``take()`` (the raw text of the CSV row being parsed) and which of them were
-    not valid UTF-8."""
-
-    def __init__(self, fh):
-        self._fh = fh
-        self.lineno = 0
-        self.buffer: list[str] = []
-        self.bad: list[int] = []
-        self._pending: list[bytes] = []
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> str:
-        if not self._pending:
-            raw = self._fh.readline()
-            if not raw:
-                raise StopIteration
-            if self.lineno == 0 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
-            # a lone \r (old Mac files) ends a line too
-            self._pending = raw.splitlines(keepends=True) or [raw]
-        raw = self._pending.pop(0)
-        self.lineno += 1
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            line = raw.decode("utf-8", errors="replace")
-            self.bad.append(self.lineno)
-        self.buffer.append(line)
-        return line
-
-    def take(self) -> tuple[int, int, list[str], list[int]]:
-        """(first line, last line, raw lines, non-UTF-8 lines) of the row just read."""
-        first = self.lineno - len(self.buffer) + 1
-        out = (first, self.lineno, self.buffer, [n for n in self.bad if n >= first])
-        self.buffer, self.bad = [], []
-        return out
-
-
-def _rows(fh) -> Iterator[tuple[int, int, list[str] | None, str | None, list[str]]]:
-    """Yield ``(first_line, last_line, fields, csv_error, raw_lines)`` for each non-blank
-    row; ``fields`` is None and ``csv_error`` set when the row could not be parsed."""
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # long passages/answers in one cell
-    lines = _Lines(fh)
-    reader = csv.reader(lines, strict=True)
-    while True:
-        try:
-            fields = next(reader)
-            error = None
-        except StopIteration:
-            return
-        except csv.Error as e:
-            fields, error = None, str(e)
-        first, last, raw, bad = lines.take()
-        if fields is not None and not any(f.strip() for f in fields):
-            continue  # blank line, or a row of empty cells
-        if bad and error is None:
-            error = "not valid UTF-8 (save the file as UTF-8)"
-        yield first, last, fields, error, raw
-
-
-def _open(path: str):
-    try:
-        return open(path, "rb")
-    except OSError as e:
-        raise UserError(f"{path}: cannot read the open-rag-eval CSV ({e.strerror or e})") from None
 
 
 def _header(path: str, rows) -> tuple[dict[str, int], int]:
@@ -138,8 +66,8 @@ def _header(path: str, rows) -> tuple[dict[str, int], int]:
 def check_header(path: str) -> None:
     """Raise a one-line UserError unless ``path`` is a CSV whose header has open-rag-eval's
     required columns (``REQUIRED``); a UTF-8 BOM is allowed."""
-    with _open(path) as fh:
-        _header(path, _rows(fh))
+    with open_csv(path, "open-rag-eval CSV") as fh:
+        _header(path, csv_rows(fh))
 
 
 def _parse_run(text: str) -> int | None:
@@ -363,8 +291,8 @@ def read_records(path: str) -> Iterator[dict]:
     row starts), "input_error" (None|str), "warnings" ([str])}``. Raises UserError only for
     an unreadable file or a bad header.
     """
-    with _open(path) as fh:
-        rows = _rows(fh)
+    with open_csv(path, "open-rag-eval CSV") as fh:
+        rows = csv_rows(fh)
         cols, width = _header(path, rows)
         groups, loose = _group_rows(rows, cols, width)
         # loose rows first: they add errors to the groups they name before those are recorded

@@ -49,7 +49,7 @@ from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePromp
 from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, orag_messages, reference_prompt
 from ragscale.metrics.trec import SUPPORT_SCORES, citation_scores, parse_generated_answer
 from ragscale.record import passage_ids_of
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "citation"
 VERSION = "open-rag-eval-citation-v1"
@@ -138,7 +138,9 @@ def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") 
     )
 
 
-declare(*(MetricSpec(name, "judge", "citation", scalar=True, short=short, reference="vectara/open-rag-eval open_rag_eval/metrics/citation_metric.py")
+declare(*(MetricSpec(name, "judge", "citation", scalar=True, short=short, needs=("contexts",), bounds=UNIT,
+                     aliases=("citation_f1_score",) if name == "citation_f1" else (),
+                     reference="vectara/open-rag-eval open_rag_eval/metrics/citation_metric.py")
           for name, short in zip(METRICS, ("CitP", "CitR", "CitF1"))))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, Undefined, load_json_object
 from ragscale.judges.templates import fence
 from ragscale.metrics.trec import answer_text
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "factual_consistency"
 VERSION = "ragscale-factual-consistency-v1"
@@ -63,7 +63,7 @@ def start(obj: dict, row: dict):  # noqa: ANN201 - a JudgeRun generator
     return JudgeResult({METRIC: score}, {"reason": reason})
 
 
-declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ",
+declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ", bounds=UNIT, needs=("contexts",),
                    reference="ragscale: a judge-based stand-in, never a silent HHEM substitute (opt-in)"))
 
 

@@ -45,7 +45,7 @@ from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeRun, JudgeSpec, Undefined, load_json_object
 from ragscale.judges.ragas_protocol import ask, reference_prompt, render
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "ragas_faithfulness"
 VERSION = "ragas-0.4.3-faithfulness-v1"
@@ -160,15 +160,16 @@ def run(question: str, answer: str, passages: Sequence[str]) -> JudgeRun:
 
 
 def from_record(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
-    """``run`` (or ``reference_run``) on a pipeline record: MT-RAG's question, response and
-    passage texts. ``model`` (the judge model's name) does not change ragas' prompts."""
-    from ragscale.judges.idk import inquiry
+    """``run`` (or ``reference_run``) on a pipeline record: ragas' ``user_input`` (MT-RAG's
+    conversation, else the record's question), response and passage texts. ``model`` (the judge
+    model's name) does not change ragas' prompts."""
+    from ragscale.judges.ragas_metrics import ragas_question
 
-    args = (inquiry(obj.get("input") or []), row["prediction"], row["passages"])
+    args = (ragas_question(obj), row["prediction"], row["passages"])
     return reference_run(*args) if protocol == "reference" else run(*args)
 
 
-declare(MetricSpec("RL_F", "judge", "ragas", needs=("targets",), reference="ragas Faithfulness (MT-RAG step 3)"))
+declare(MetricSpec("RL_F", "judge", "ragas", needs=("question", "contexts"), aliases=("faithfulness",), bounds=UNIT, reference="ragas Faithfulness (MT-RAG step 3)"))
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, "RL_F", VERSION, from_record, reference_version=REFERENCE_VERSION),)

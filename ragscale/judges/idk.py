@@ -21,7 +21,8 @@ from typing import Sequence
 from ragscale.judges import mtrag_reference as ref
 from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import load_template, neutralize
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
+from ragscale.record import query_of
 
 NAME = "idk"
 VERSION = "mtrag-idk-v1"
@@ -37,6 +38,16 @@ SCHEMA = {
 def inquiry(turns: Sequence[dict]) -> str:
     """MT-RAG ``extract_conversation``: one ``speaker: text`` line per turn."""
     return "\n".join(f"{t.get('speaker')}: {t.get('text')}" for t in turns)
+
+
+def turns_of(obj: dict) -> list[dict]:
+    """The conversation a judge shows: MT-RAG's ``input`` turns, else the record's question as one
+    user turn (a ragas, open-rag-eval or mapped record: MT-RAG's format of a first-turn task)."""
+    turns = obj.get("input")
+    if isinstance(turns, list) and turns:
+        return turns
+    question = query_of(obj)
+    return [{"speaker": "user", "text": question}] if question.strip() else []
 
 
 def _text(turns: Sequence[dict], response: str) -> str:
@@ -63,7 +74,7 @@ def parse(raw: str) -> float:
     return LABELS[label.strip().lower()]
 
 
-declare(MetricSpec("idk_eval", "judge", "idk", needs=("targets",), short="IDK", reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))
+declare(MetricSpec("idk_eval", "judge", "idk", short="IDK", bounds=UNIT, reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))
 
 
 def _reference(turns: Sequence[dict], response: str) -> JudgeRun:
@@ -75,8 +86,8 @@ def _reference(turns: Sequence[dict], response: str) -> JudgeRun:
 
 def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> "JudgeRun":
     if protocol == "reference":
-        return _reference(obj.get("input") or [], row["prediction"])
-    return single(render(obj.get("input") or [], row["prediction"]), parse)
+        return _reference(turns_of(obj), row["prediction"])
+    return single(render(turns_of(obj), row["prediction"]), parse)
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start, reference_version=REFERENCE_VERSION),)

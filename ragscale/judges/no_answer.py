@@ -38,7 +38,7 @@ from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeR
 from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, orag_messages, reference_prompt
 from ragscale.metrics.trec import answer_text
 from ragscale.record import query_of
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "no_answer"
 VERSION = "open-rag-eval-no-answer-v1"
@@ -89,7 +89,8 @@ def start(obj: dict, row: dict, protocol: str = "constrained") -> JudgeRun:
     return JudgeResult(metrics={"answered": LABELS[label]}, details={"query_answered": label})
 
 
-declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answered", rate_title="% questions answered",
+declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answered", bounds=UNIT, rate_title="% questions answered",
+                   needs=("question",), aliases=("no_answer_score", "no_answer"),
                    reference="vectara/open-rag-eval open_rag_eval/metrics/no_answer_metric.py"))
 
 

@@ -121,7 +121,7 @@ from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, reference_prompt
 from ragscale.metrics.nuggets import ASSIGNMENT_SCORES, IMPORTANCES, KEEP, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import answer_text
 from ragscale.record import passage_ids_of, query_of
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "nuggets"
 VERSION = "openrageval-autonugget-v1"
@@ -454,8 +454,11 @@ def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") 
 
 _SHORT = {"all": "N_all", "vital": "N_vital", "weighted": "N_wgt", "strict_all": "N_s_all", "strict_vital": "N_s_vital",
           "strict_weighted": "N_s_wgt", "assignment_mean": "N_assign", "count": "N_count"}
-declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_scores",),
+_ALIASES = {"nuggets_vital": ("vital_nuggetizer_score",), "nuggets_assignment_mean": ("mean_nugget_assignment_score",)}
+declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_scores",), needs=("question", "contexts"),
+                     aliases=_ALIASES.get(name, ()),
                      higher_is_better=None if name == "nuggets_count" else True, short=_SHORT[name[len("nuggets_"):]],
+                     bounds=None if name == "nuggets_count" else UNIT,
                      reference="castorini/nuggetizer, vectara/open-rag-eval open_rag_eval/metrics/autonugget_metric.py") for name in METRICS))
 
 

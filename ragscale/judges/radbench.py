@@ -27,8 +27,9 @@ from typing import Sequence
 
 from ragscale.judges import mtrag_reference as ref
 from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, Undefined, load_json_object
+from ragscale.judges.idk import turns_of
 from ragscale.judges.templates import neutralize
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "radbench"
 VERSION = "mtrag-radbench-v1"
@@ -114,11 +115,11 @@ def parse(raw: str) -> float:
     return int(str(rating).strip()) / 10
 
 
-declare(MetricSpec("RB_llm", "judge", "radbench", needs=("targets",), reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))
+declare(MetricSpec("RB_llm", "judge", "radbench", needs=("question", "reference"), bounds=UNIT, reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))
 
 
 def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> "JudgeRun":
-    args = (obj.get("input") or [], row["targets"][0], row["passages"], row["prediction"])
+    args = (turns_of(obj), row["targets"][0], row["passages"], row["prediction"])
     return _reference(*args) if protocol == "reference" else single(render(*args), parse)
 
 

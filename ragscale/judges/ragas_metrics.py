@@ -63,7 +63,7 @@ from typing import Any, Sequence
 from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.ragas_protocol import ask, ask_all, reference_prompt, render
 from ragscale.record import query_of
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 VERSION = "ragas-0.4.3-v1"
 REFERENCE_VERSION = "ragas-0.4.3-ref-v1"
@@ -302,9 +302,13 @@ def context_recall(obj: dict, row: dict, protocol: str = "constrained", model: s
     return JudgeResult({"context_recall": score}, {"attributed": attributed})
 
 
-declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=("targets",), reference=f"ragas 0.4.3 {ref}")
-          for name, ref in (("answer_relevancy", "ResponseRelevancy"), ("context_precision", "LLMContextPrecisionWithReference"),
-                            ("context_recall", "LLMContextRecall"))))
+declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=needs, aliases=aliases, reference=f"ragas 0.4.3 {ref}",
+                     bounds=(-1.0, 1.0) if name == "answer_relevancy" else UNIT)  # answer_relevancy: a mean cosine
+          for name, ref, needs, aliases in (
+              ("answer_relevancy", "ResponseRelevancy", ("question",), ("response_relevancy",)),
+              ("context_precision", "LLMContextPrecisionWithReference", ("question", "contexts", "reference"),
+               ("llm_context_precision_with_reference",)),
+              ("context_recall", "LLMContextRecall", ("question", "contexts", "reference"), ("llm_context_recall",)))))
 
 
 JUDGE_SPECS = (

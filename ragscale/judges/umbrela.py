@@ -79,6 +79,7 @@ from ragscale.metrics.registry import MetricSpec, declare
 NAME = "umbrela"
 VERSION = "open-rag-eval-umbrela-v1"
 GRADES = ["0", "1", "2", "3"]
+GRADE_RANGE = (float(GRADES[0]), float(GRADES[-1]))  # the bounds of a grade and of their mean
 SCHEMA = {
     "type": "object",
     "properties": {"score": {"type": "string", "enum": GRADES}},
@@ -264,8 +265,10 @@ def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") 
 
 
 declare(
-    MetricSpec("umbrela_scores", "judge", "retrieval", shape="vector", reference="castorini/umbrela, vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
+    MetricSpec("umbrela_scores", "judge", "retrieval", shape="vector", needs=("question", "contexts"), bounds=GRADE_RANGE,
+               reference="castorini/umbrela, vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
     MetricSpec("umbrela_mean", "judge", "retrieval", scalar=True, requires=("umbrela_scores",), short="UMBRELA",
+               needs=("question", "contexts"), aliases=("mean_umbrela_score", "umbrela"), bounds=GRADE_RANGE,
                reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
 )
 

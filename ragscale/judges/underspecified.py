@@ -17,7 +17,7 @@ from __future__ import annotations
 from ragscale.judges import mtrag_reference as ref
 from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.templates import load_template, neutralize
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "underspecified"
 VERSION = "mtrag-underspecified-v1"
@@ -57,7 +57,7 @@ def parse(raw: str) -> float:
     return DECISIONS[decision.strip().lower()]
 
 
-declare(MetricSpec("underspecified_eval", "judge", "idk", needs=("targets",), short="UNDSP",
+declare(MetricSpec("underspecified_eval", "judge", "idk", short="UNDSP", bounds=UNIT,
                    reference="IBM/mt-rag-benchmark MTRAG-UN (underspecified judge)"))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, Mapping
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 
 def rb_agg(metrics: Mapping[str, Any]) -> tuple[float, bool]:
@@ -28,8 +28,8 @@ def rb_agg(metrics: Mapping[str, Any]) -> tuple[float, bool]:
 
 # MT-RAG adds RB_agg only when these four evaluators are configured.
 declare(
-    MetricSpec("RB_agg", "derive", "algorithmic", needs=("targets",),
+    MetricSpec("RB_agg", "derive", "algorithmic", needs=("reference",), bounds=UNIT,  # MT-RAG: a harmonic mean of 0..1 scores
                requires=("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec"), reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py"),
-    MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", dtype="bool", needs=("targets",),
+    MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", dtype="bool", needs=("reference",),
                requires=("RB_agg",), higher_is_better=None, short="RB0", reference="ragscale: RB_agg's denominator was 0"),
 )

@@ -116,10 +116,10 @@ def score_requests(
 
 
 declare(
-    MetricSpec("BertscoreP", "encoder", "algorithmic", shape="target", needs=("targets",), short="BertP",
+    MetricSpec("BertscoreP", "encoder", "algorithmic", shape="target", needs=("reference",), short="BertP",
                reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py (bert-score 0.3.13)"),
-    MetricSpec("BertscoreR", "encoder", "algorithmic", shape="target", needs=("targets",), short="BertR",
+    MetricSpec("BertscoreR", "encoder", "algorithmic", shape="target", needs=("reference",), short="BertR",
                reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py (bert-score 0.3.13)"),
-    MetricSpec("BertKPrec", "encoder", "algorithmic", shape="passage", needs=("targets",),
+    MetricSpec("BertKPrec", "encoder", "algorithmic", shape="passage", needs=("contexts",),
                reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py (BERTScore precision against each passage)"),
 )

@@ -3,7 +3,7 @@ IBM/mt-rag-benchmark ``judge_wrapper.get_idk_score``)."""
 
 from __future__ import annotations
 
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 IDK_EXPECTED = ("UNANSWERABLE", "CONVERSATIONAL")
 
@@ -72,11 +72,11 @@ CONDITIONED = {
 # derive-stage harmonic means (seed "The Three Metrics"): name -> components
 HMEANS = {"HMean": ("RL_F", "RB_llm", "RB_agg"), "HMean_idk": ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")}
 declare(
-    *(MetricSpec(name, "derive", "idk_condition", needs=("targets",),
+    *(MetricSpec(name, "derive", "idk_condition", needs=("reference",), bounds=UNIT,
                  requires=(base, "idk_eval", "underspecified_eval") if under else (base, "idk_eval"),
                  short=name.replace("_underspecified", "_un"),
                  reference="IBM/mt-rag-benchmark scripts/evaluation (IDK conditioning)")
       for name, (base, under) in CONDITIONED.items()),
-    *(MetricSpec(name, "derive", "hmean", needs=("targets",), requires=parts,
+    *(MetricSpec(name, "derive", "hmean", needs=("reference",), requires=parts, bounds=UNIT,
                  reference='seed "The Three Metrics" (harmonic mean)') for name, parts in HMEANS.items()),
 )

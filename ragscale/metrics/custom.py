@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 STOP_WORDS = frozenset(
     """about above after again against also among another because been before being below between both
@@ -175,5 +175,7 @@ def custom_metrics(generated: str, expected: str | None, enabled: set[str] | fro
 
 
 FACT_METRICS = ("fact_score", "rules_coverage", "is_correct")  # from custom.expectations' fact checks
-declare(*(MetricSpec(name, "lexical", "custom", scalar=True, reference='seed "Evaluation Metrics Documentation"')
+# The reference-based ones need a reference answer (a record without one gets null and a warning)
+declare(*(MetricSpec(name, "lexical", "custom", scalar=True, bounds=UNIT, reference='seed "Evaluation Metrics Documentation"',
+                     needs=("reference",) if name in CUSTOM_METRICS and name != "source_citation" else ())
           for name in (*CUSTOM_METRICS, *FACT_METRICS)))

@@ -32,7 +32,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 from ragscale.metrics.trec import answer_text
 
 METRIC = "hhem"  # P(consistent) in [0, 1]; higher = more consistent with the passages
@@ -245,5 +245,6 @@ def hhem_unavailable(model: str = DEFAULT_MODEL, tokenizer: str | None = None) -
     return None
 
 
-declare(MetricSpec("hhem", "nli", "hallucination", scalar=True, short="HHEM",
+declare(MetricSpec("hhem", "nli", "hallucination", scalar=True, short="HHEM", bounds=UNIT, needs=("contexts",),
+                   aliases=("hallucination_score", "hhem_score"),
                    reference="vectara/open-rag-eval open_rag_eval/metrics/hallucination_metric.py (vectara/hallucination_evaluation_model)"))

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from rapidfuzz.distance import LCSseq
 
-from ragscale.metrics.registry import lexical_metric
+from ragscale.metrics.registry import UNIT, lexical_metric
 
 _PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -107,25 +107,25 @@ def length_words(prediction: str) -> int:
 _REF = "IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py"
 
 
-@lexical_metric("Recall", family="algorithmic", shape="target", needs=("targets",), reference=_REF)
+@lexical_metric("Recall", family="algorithmic", shape="target", needs=("reference",), bounds=UNIT, reference=_REF)
 def recall_per_target(prediction: str, targets: Sequence[str], passages: Sequence[str]) -> list[float]:
     return [recall(prediction, t) for t in targets]
 
 
-@lexical_metric("RougeL_stemFalse", family="algorithmic", shape="target", needs=("targets",), short="RougeL",
+@lexical_metric("RougeL_stemFalse", family="algorithmic", shape="target", needs=("reference",), short="RougeL", bounds=UNIT,
                 reference=_REF + " (rouge-score, use_stemmer=False)")
 def rouge_l_per_target(prediction: str, targets: Sequence[str], passages: Sequence[str]) -> list[float]:
     pred_tokens = rouge_tokenize(prediction)
     return [rouge_l_tokens(rouge_tokenize(t), pred_tokens) for t in targets]
 
 
-@lexical_metric("Extractiveness_RougeL", family="algorithmic", shape="passage", needs=("targets",), short="Extract",
+@lexical_metric("Extractiveness_RougeL", family="algorithmic", shape="passage", needs=("contexts",), short="Extract", bounds=UNIT,
                 reference=_REF)
 def extractiveness_per_passage(prediction: str, targets: Sequence[str], passages: Sequence[str]) -> list[float] | None:
     return [extractiveness(prediction, p) for p in passages] if passages else None
 
 
-@lexical_metric("Length", family="algorithmic", shape="target", dtype="int", needs=("targets",), higher_is_better=None,
+@lexical_metric("Length", family="algorithmic", shape="target", dtype="int", needs=("reference",), higher_is_better=None,
                 decimals=1, reference=_REF)
 def length_per_target(prediction: str, targets: Sequence[str], passages: Sequence[str]) -> list[int]:
     return [length_words(prediction) for _ in targets]

@@ -9,6 +9,7 @@ is one decorated function plus its name in a scenario's ``metrics.<family>`` lis
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 from dataclasses import dataclass, replace
@@ -17,7 +18,9 @@ from typing import Any, Callable, Sequence
 from ragscale.errors import UserError, did_you_mean
 
 SHAPES = ("target", "passage", "record", "vector")
+UNIT = (0.0, 1.0)  # the bounds of a score, a rate or a flag
 STAGES = ("lexical", "encoder", "nli", "judge", "derive")
+NEEDS = ("question", "contexts", "reference")  # the record fields a metric may need besides the answer (ragscale.columns)
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,12 @@ class MetricSpec:
     ``shape``: a value per target, per passage, per record, or a per-passage ``vector`` that is
     not averaged (UMBRELA grades); ``scalar``: the value is a plain number (else MT-RAG's list
     shape ``[value, ...]``); ``dtype``: float, int, or bool (a flag); ``requires``: metrics it is
-    computed from; ``needs``: record fields it needs (``targets``); ``higher_is_better``: None
-    for counts, lengths and flags (shown, never ranked); ``compute``: a lexical metric's
-    function ``(prediction, targets, passages) -> value``."""
+    computed from; ``needs``: the record fields it needs besides the answer (``question``, ``contexts``,
+    ``reference``: ragscale.columns); ``aliases``: other names it is known by; ``higher_is_better``: None
+    for counts, lengths and flags (shown, never ranked); ``bounds``: the (low, high) every value
+    lies in by the metric's definition (None: not bounded on both sides, e.g. a rescaled
+    BERTScore; a flag's is (0, 1)), which keeps intervals of means inside it; ``compute``: a
+    lexical metric's function ``(prediction, targets, passages) -> value``."""
 
     name: str
     stage: str
@@ -46,10 +52,17 @@ class MetricSpec:
     reference: str = ""
     compute: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()  # other names users know it by (ragas', open-rag-eval's), accepted wherever a name is
+    bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES or self.shape not in SHAPES:
             raise ValueError(f"metric {self.name}: stage {self.stage!r} / shape {self.shape!r} unknown")
+        if not set(self.needs) <= set(NEEDS):
+            raise ValueError(f"metric {self.name}: needs {self.needs!r}: a field is not one of {', '.join(NEEDS)}")
+        if self.bounds is None and self.dtype == "bool":  # a flag is 0 or 1
+            object.__setattr__(self, "bounds", UNIT)
+        if self.bounds is not None and not self.bounds[0] < self.bounds[1]:
+            raise ValueError(f"metric {self.name}: bounds {self.bounds!r} are not (low, high)")
 
     @property
     def label(self) -> str:
@@ -154,11 +167,64 @@ def validate_steps(steps: Sequence[str]) -> list[str]:
     return list(steps)
 
 
-def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
-    """The enabled metrics of the chosen steps, in the scenario's order, with requirements checked."""
+def accepted_names() -> dict[str, str]:
+    """Every name a user may give a metric, mapped to its catalog name: the name itself, its
+    declared aliases (ragas', open-rag-eval's) and its short display label where no other
+    metric claims it (``RougeL`` for ``RougeL_stemFalse``)."""
+    specs = catalog()
+    out: dict[str, str] = {}
+    for spec in specs.values():
+        for alias in spec.aliases:
+            out.setdefault(alias, spec.name)
+    labels: dict[str, list[str]] = {}
+    for spec in specs.values():
+        if spec.short and spec.short != spec.name:
+            labels.setdefault(spec.short, []).append(spec.name)
+    out.update({short: names[0] for short, names in labels.items() if len(names) == 1 and short not in specs})
+    out.update({name: name for name in specs})
+    return out
+
+
+def canonical(name: str) -> str:
+    """The catalog name of a metric a user named (a catalog name, an alias, a short label, or
+    one of these in other letter case; ``P@5``-style cut-offs kept); unknown names raise a
+    one-line UserError with the closest names."""
+    if lookup(name) is not None:
+        return name
+    names = accepted_names()
+    if name in names:
+        return names[name]
+    folded = {k.casefold(): v for k, v in names.items()}
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(repr(folded[c]) for c in dict.fromkeys(close))}?)" if close else ""
+    raise UserError(f"unknown metric {name!r}{hint}; `ragscale metrics` lists every metric with its aliases")
+
+
+def select(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(steps, metrics) for metrics chosen by name (``metrics=[...]``): catalog names, each
+    preceded by what it is computed from (``HMean`` brings RL_F, RB_llm, RB_agg and RB_agg's
+    inputs), and the steps (families) these belong to, in STEPS order."""
+    out: list[str] = []
+
+    def add(name: str) -> None:
+        if name in out:
+            return
+        for req in lookup(name).requires:
+            add(req)
+        out.append(name)
+
     for n in names:
-        if lookup(n) is None:
-            raise UserError(f"unknown metric {n!r}{did_you_mean(n, catalog())}")
+        add(canonical(n))
+    families = {lookup(m).family for m in out}
+    return [s for s in STEPS if s in families], out
+
+
+def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
+    """The enabled metrics of the chosen steps, in the scenario's order, with requirements checked;
+    names may be aliases (``faithfulness``), which become catalog names."""
+    names = [canonical(n) for n in names]
     chosen = list(dict.fromkeys(n for n in names if lookup(n).family in set(steps)))
     for n in chosen:
         missing = [r for r in lookup(n).requires if r not in chosen]
@@ -171,6 +237,16 @@ def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
 def stages_for(metrics: Sequence[str]) -> set[str]:
     """The pipeline stages that the given metrics need."""
     return {lookup(m).stage for m in metrics}
+
+
+def field_needs(metrics: Sequence[str]) -> dict[str, list[str]]:
+    """The record fields (ragscale.columns: question, contexts, reference) the metrics need, each
+    with the labels of the metrics that need it."""
+    out: dict[str, list[str]] = {}
+    for m in metrics:
+        for field in lookup(m).needs:
+            out.setdefault(field, []).append(label(m))
+    return out
 
 
 def needs_field(metrics: Sequence[str], field: str) -> bool:

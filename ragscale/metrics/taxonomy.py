@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 CHUNK_LABELS = ("topically_relevant", "evidence_sufficient", "misleading")
 ANSWER_LABELS = ("support_present", "unsupported_claim_present", "contradicted_claim_present", "source_cited",
@@ -139,6 +139,6 @@ def generation_scores(labels: dict) -> dict[str, float | None]:
 
 LOWER_IS_BETTER = ("MisleadingContextRate@K", "UnsupportedClaimRate", "ContradictionRate",
                    "ConditionalFabricationRate", "IncompletenessRate", "UnsafeContentRate")
-declare(*(MetricSpec(name, "judge", "taxonomy", scalar=True, higher_is_better=name not in LOWER_IS_BETTER,
+declare(*(MetricSpec(name, "judge", "taxonomy", scalar=True, higher_is_better=name not in LOWER_IS_BETTER, bounds=UNIT,
                      reference='seed "Metrics Taxonomy"')
           for name in (*RETRIEVAL_METRICS, *GROUNDING_METRICS, *GENERATION_METRICS)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Mapping, Sequence
 
-from ragscale.metrics.registry import MetricSpec, declare
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 _MULTI = re.compile(r"\[\d+(?:,\s*\d+)+\]")
 _COMMA_BETWEEN = re.compile(r"\]\s*,\s*\[")
@@ -203,6 +203,7 @@ def citation_scores(
     }
 
 
-declare(*(MetricSpec(name, "derive", "retrieval", scalar=True, requires=("umbrela_scores",),
+declare(*(MetricSpec(name, "derive", "retrieval", scalar=True, requires=("umbrela_scores",), bounds=UNIT,
+                     needs=("question", "contexts"),
                      reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py (relevant = grade >= 2)")
           for name in ("P@k", "AP@k", "MRR")))  # P@k, AP@k: one metric per cut-off of trec.k_values

@@ -73,7 +73,7 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
                 functions: Mapping[str, Callable], need_targets: bool, expectations: Any = None) -> dict:
     f = files[p.file_idx]
     row = read_record(raw, key=p.key(files), model_id=f.stem, task_id=p.task, source_file=f.path,
-                      source_line=p.line, need_targets=need_targets).to_row()
+                      source_line=p.line, need_targets=need_targets, columns=f.column_map).to_row()
     if row["error"]:
         return row
     try:
@@ -113,10 +113,12 @@ def custom_record_metrics(row: dict, metrics: Sequence[str], expectations: Any) 
 
 
 def needs_targets(metrics: Sequence[str]) -> bool:
-    """MT-RAG's metrics need reference answers (``targets``); the TREC metrics do not."""
+    """Whether an MT-RAG record without ``targets`` is an input error: MT-RAG's metrics need a
+    reference answer; the TREC metrics do not, and the custom metrics are null for such a record
+    with a warning instead (custom_record_metrics)."""
     from ragscale.metrics.registry import needs_field
 
-    return needs_field(metrics, "targets")
+    return needs_field([m for m in metrics if m not in CUSTOM_NAMES], "reference")
 
 
 def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None) -> pa.Table:

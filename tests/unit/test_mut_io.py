@@ -113,9 +113,12 @@ def test_the_same_file_twice_is_read_once(tmp_path):
 
 
 def test_csv_header_is_checked_when_inputs_are_resolved(tmp_path):
-    """A .csv without open-rag-eval's columns is refused by resolve_inputs already."""
-    p = _write(tmp_path / "bad.csv", "a,b\n1,2\n")
+    """A .csv whose header is open-rag-eval's (it names passage_id or query_run) but lacks its
+    required columns is refused by resolve_inputs already; another header is a table CSV."""
+    p = _write(tmp_path / "bad.csv", "query_id,passage_id\n1,2\n")
     assert "not an open-rag-eval CSV: missing column(s)" in _message(lambda: resolve_inputs(p))
+    (f,) = resolve_inputs(_write(tmp_path / "table.csv", "a,b\n1,2\n"))
+    assert (f.fmt, f.read_fmt) == ("table", "jsonl")
 
 
 def test_tag_is_stem_and_eight_hex_of_the_absolute_path(tmp_path):

@@ -138,7 +138,8 @@ def test_ragas_messages_name_the_bad_item():
     """Empty reference, empty context and a null response name their key."""
     assert raises({"response": "a", "reference": " "}).message == "reference is empty"
     assert raises({"answer": "a", "contexts": ["p", ""]}).message == "contexts[1] is empty"
-    assert raises({"response": None}).message == "response must be a string, got NoneType"
+    assert raises({"response": None}).message == "no response"
+    assert raises({"response": 7}).message == "response must be a string, got int"
 
 
 # --- extract_fields: open-rag-eval ----------------------------------------------------------------

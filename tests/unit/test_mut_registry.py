@@ -172,9 +172,9 @@ def test_missing_requirements_are_listed_with_their_steps():
 
 
 def test_needs_field_is_true_only_when_a_metric_needs_it():
-    assert registry.needs_field(["MRR", "umbrela_mean"], "targets") is False
-    assert registry.needs_field(["MRR", "Recall"], "targets") is True
-    assert registry.needs_field([], "targets") is False
+    assert registry.needs_field(["MRR", "umbrela_mean"], "reference") is False
+    assert registry.needs_field(["MRR", "Recall"], "reference") is True
+    assert registry.needs_field([], "reference") is False
 
 
 def test_record_scalar_of_a_per_passage_vector_is_none():

@@ -39,7 +39,8 @@ def test_extract_fields_and_answerability_sources():
         ({"targets": None}, "no 'targets'"),
         ({"predictions": [{"text": "   "}]}, "predictions[0].text is empty"),
         ({"predictions": [{"text": 3}]}, "must be a string, got int"),
-        ({"contexts": [{"text": None}]}, "contexts[0].text must be a string"),
+        ({"contexts": [{"text": None}]}, "no contexts[0].text"),
+        ({"contexts": [{"text": 7}]}, "contexts[0].text must be a string, got int"),
         ({"contexts": "oops"}, "'contexts' must be a list"),
     ],
 )
@@ -141,7 +142,7 @@ def test_record_keys_mark_each_record_once_and_count_the_run(tmp_path):
 
 def test_registry_did_you_mean_and_requirements():
     with pytest.raises(UserError, match="did you mean 'RougeL_stemFalse'"):
-        resolve_metrics(["RougeL_stemfalse"], ["algorithmic"])
+        resolve_metrics(["RougeL_stemFals"], ["algorithmic"])
     assert validate_steps(["ragas", "hmean"]) == ["ragas", "hmean"]
     with pytest.raises(UserError, match=r"HMean.*needs RL_F \(step ragas\)"):
         resolve_metrics(["HMean", "RB_llm", "RB_agg", "Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec"],

@@ -1,0 +1,100 @@
+"""The metric catalog as a table: ``ragscale.metrics()`` (a pandas DataFrame) and the
+``ragscale metrics [--family F]`` command. One row per metric, read from the catalog
+(ragscale.metrics.registry): its name, the aliases it is also known by, its family (the step
+that computes it), its stage, whether a judge computes it, what it needs besides the answer,
+its direction, range and short label, and the reference it follows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+COLUMNS = ("name", "aliases", "family", "stage", "judge", "needs", "higher_is_better", "range", "label", "reference")
+
+
+def rows(family: str | None = None) -> list[dict]:
+    """The catalog's metrics as rows (``COLUMNS``), in declaration order; ``family`` keeps one family.
+    ``P@k``/``AP@k`` stand for their cut-offs (``P@5``...)."""
+    from ragscale.errors import UserError, did_you_mean
+    from ragscale.metrics.registry import STEPS, accepted_names, catalog
+
+    specs = catalog()
+    if family is not None and family not in STEPS:
+        raise UserError(f"unknown family {family!r}{did_you_mean(family, STEPS)}; families are {', '.join(STEPS)}")
+    aliases: dict[str, list[str]] = {}
+    for alias, name in accepted_names().items():
+        if alias != name:
+            aliases.setdefault(name, []).append(alias)
+    out = []
+    for spec in specs.values():
+        if family is not None and spec.family != family:
+            continue
+        out.append({
+            "name": spec.name, "aliases": sorted(aliases.get(spec.name, []), key=str.casefold),
+            "family": spec.family, "stage": spec.stage, "judge": spec.stage == "judge",
+            "needs": ["answer", *spec.needs] if spec.family != "retrieval" else list(spec.needs),
+            "higher_is_better": spec.higher_is_better, "range": getattr(spec, "bounds", None),
+            "label": spec.label, "reference": spec.reference,
+        })
+    return out
+
+
+def metrics_table(family: str | None = None) -> Any:
+    """``ragscale.metrics()``: the catalog as a pandas DataFrame (``COLUMNS``)."""
+    import pandas as pd
+
+    return pd.DataFrame(rows(family), columns=list(COLUMNS))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) if not all(isinstance(v, (int, float)) for v in value) or not value \
+            else f"{value[0]:g}..{value[1]:g}"
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def format_rows(items: Sequence[dict]) -> str:
+    """The rows as an aligned text table (name, aliases, family, judge, needs, direction, range)."""
+    shown = ("name", "aliases", "family", "judge", "needs", "higher_is_better", "range")
+    heads = {"higher_is_better": "higher is better"}
+    table = [[heads.get(c, c) for c in shown]] + [[_cell(r[c]) for c in shown] for r in items]
+    widths = [min(max(len(row[i]) for row in table), 48) for i in range(len(shown))]
+    lines = ["  ".join(cell[:w].ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "ragscale metrics") -> int:
+    """``ragscale metrics [--family F] [--json]``: every metric a run can compute, and its names."""
+    from ragscale.errors import OneLineParser, UserError
+
+    p = OneLineParser(prog=prog, description="List the metrics ragscale computes: their names and aliases (any of "
+                      "them works in metrics=[...] and ragscale.evaluate(metrics=...)), family, whether a judge "
+                      "computes them, what they need besides the answer, direction and range.")
+    p.add_argument("--family", help="only this family (step), e.g. algorithmic, ragas, custom")
+    p.add_argument("--json", action="store_true", help="one JSON object per metric, all columns")
+    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        items = rows(args.family)
+    except UserError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        import json
+
+        for r in items:
+            print(json.dumps(r, ensure_ascii=False))
+        return 0
+    print(format_rows(items))
+    print(f"\n{len(items)} metrics. Choose them by name: ragscale run input=FILE 'metrics=[faithfulness,RougeL]', "
+          "or ragscale.evaluate(data, metrics=[...]); docs/metrics.md defines each.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(prog="python -m ragscale.catalog"))
