@@ -173,10 +173,11 @@ def _job(cfg: Any, prog: str) -> int:
 
 def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
     """``ragscale run`` / ``python -m ragscale.run``: Hydra's command line over ragscale.runner.
-    Returns 0 when every job succeeded, else the worst job's code (2: bad input or config)."""
+    Returns 0 when every job scored every record, else the worst job's code (ragscale.exitcodes.worst)."""
     import hydra
 
     from ragscale.config import register
+    from ragscale.exitcodes import worst
     from ragscale.overrides import CONF_DIR, check_overrides, check_sweep, normalize, refuse_secrets
 
     try:
@@ -214,7 +215,7 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
     if len(codes) > 1:
         failed = sum(c != 0 for c in codes)
         print(f"[ragscale] {len(codes)} jobs, {failed} failed", flush=True)
-    return max(codes, default=0)
+    return worst(codes)  # ragscale.exitcodes.SEVERITY: a refused job outranks a crash, a crash failed records
 
 
 def subcommands() -> dict[str, Callable[[Sequence[str]], int]]:

@@ -1,9 +1,12 @@
 """The exit codes of ``ragscale run`` (and of every job of a ``-m`` sweep), defined once here:
-the runner returns them, the CLI exits with them, docs/exit-codes.md tabulates them. A CI job
-can trust them: 0 is returned only when every input record was scored.
+the runner returns them, the CLI exits with them, run.json's ``status`` names them, the console
+and report.html word them (:func:`outcome`), docs/exit-codes.md tabulates them. A CI job can
+trust them: 0 is returned only when every input record was scored.
 """
 
 from __future__ import annotations
+
+from typing import Iterable
 
 OK = 0  # every record was scored
 FAILED = 1  # the run stopped before it finished (a crash, an interrupt, records missing): re-run to resume
@@ -18,6 +21,10 @@ MEANING = {
     RECORD_ERRORS: "the run finished, but some records failed",
     NOTHING_SCORED: "the run finished, but no record was scored (empty input, or every record failed)",
 }
+# run.json's ``status`` of a run that ended with each code (a refused run writes no run.json)
+STATUS = {OK: "ok", FAILED: "failed", RECORD_ERRORS: "record_errors", NOTHING_SCORED: "nothing_scored"}
+# the worst first: what a sweep (``-m``) exits with when its jobs ended differently
+SEVERITY = (USAGE, FAILED, NOTHING_SCORED, RECORD_ERRORS, OK)
 
 
 def finished(records_in: int, errored: int) -> int:
@@ -25,3 +32,31 @@ def finished(records_in: int, errored: int) -> int:
     if records_in == 0 or errored >= records_in:
         return NOTHING_SCORED
     return RECORD_ERRORS if errored else OK
+
+
+def of_run(failure: str | None, records: dict) -> int:
+    """The exit code of a run from run.json's ``failure`` and ``records`` counts (``in``,
+    ``errored``, ``missing``): FAILED when it stopped or left records out, else :func:`finished`."""
+    if failure or records.get("missing"):
+        return FAILED
+    return finished(int(records.get("in") or 0), int(records.get("errored") or 0))
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The most severe of several jobs' codes (SEVERITY order: USAGE > FAILED > NOTHING_SCORED >
+    RECORD_ERRORS > OK); a code outside the table counts as FAILED; OK for no job."""
+    rank = {code: i for i, code in enumerate(SEVERITY)}
+    return min((c if c in rank else FAILED for c in codes), key=lambda c: rank[c], default=OK)
+
+
+def outcome(code: int, records_in: int, errored: int) -> str:
+    """How the console's last lines and report.html's status line word a finished run's code:
+    "ok" only when every record was scored."""
+    if code == OK:
+        return "ok"
+    if code == RECORD_ERRORS:
+        return f"{errored} of {records_in} records failed"
+    if code == NOTHING_SCORED:
+        return ("nothing scored: the input held no record" if records_in == 0
+                else f"nothing scored: all {records_in} records failed")
+    return STATUS.get(code, "failed")

