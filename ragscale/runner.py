@@ -16,6 +16,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
+from ragscale.exitcodes import FAILED, OK, of_run, outcome
 from ragscale.plan import RunPlan, plan_run
 from ragscale.provenance import run_info as build_run_info
 
@@ -103,8 +104,9 @@ def _consistency(plan: RunPlan, out_dir: str, groups: list[dict], verbose: bool)
 
 
 def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -> int:
-    """Run one evaluation from a composed config; returns the process exit code (0 ok,
-    1 failed: a re-run of the same command resumes). ``output_dir`` overrides the config's."""
+    """Run one evaluation from a composed config; returns the process exit code (ragscale.exitcodes:
+    0 every record scored, 1 stopped (a re-run of the same command resumes), 3 some records failed,
+    4 nothing scored). ``output_dir`` overrides the config's."""
     t_start = time.time()
     plan = plan_run(cfg)
     out_dir = os.path.abspath(output_dir or cfg.output_dir)
@@ -128,7 +130,7 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
     missing = len(pointers) - keys.expected_done()
     timings["total"] = time.time() - t_start
     records = {"in": len(pointers), "resumed": len(pointers) - len(todo), "written_this_run": writer.written,
-               "out": keys.expected_done(), "errored": sum(d["errors"] for d in summary["models"].values()),
+               "out": keys.expected_done(), "errored": int((summary.get("overall") or {}).get("errors") or 0),
                "missing": missing, "duplicates_dropped": writer.duplicates}
     info = build_run_info(cfg, plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
                           ray_info=ray_info, records=records)
@@ -139,7 +141,7 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
 
     tracked = track(cfg.tracking, out_dir, json.loads(json.dumps(info, default=str)), summary, printer)
     _print_end(cfg, out_dir, summary, info, printer, tracked)
-    return 1 if failure or missing else 0
+    return of_run(info["failure"], records)
 
 
 def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings: dict,
@@ -178,10 +180,12 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
 
 def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Printer,
                tracked: str | None = None) -> None:
-    """The per-model table and the closing lines: each model's headline score, what was
-    written, where the run was tracked (``tracked``: ragscale.tracking.track's line), and
-    (last) what to open."""
-    from ragscale.report.leaderboard import model_lines, ranking
+    """The per-model table and the closing lines: each model's headline score (and why the ranking
+    passed over a headline), the significant differences, what was written, where the run was
+    tracked (``tracked``: ragscale.tracking.track's line), the outcome in the exit code's words
+    (ragscale.exitcodes.outcome: "ok" only when every record was scored) and (last) what to open."""
+    from ragscale.report.leaderboard import fallback_lines, model_lines, ranking
+    from ragscale.report.significance import significant_lines
     from ragscale.report.summary import format_table
 
     if cfg.print_summary and summary["models"]:
@@ -190,22 +194,43 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
     rec = info["records"]
     printer(f"\n[ragscale] {rec['out']}/{rec['in']} records evaluated ({rec['errored']} with errors) "
             f"in {info['timings_s']['total']:.1f}s")
+    if summary.get("input_errors"):
+        printer(f"[ragscale] {summary['input_errors']['records']} of them: {summary['input_errors']['reason']}")
     lines = model_lines(summary) if summary["models"] else []
     if lines:
+        for why in fallback_lines(summary):
+            printer(f"[ragscale] {why}")
         basis, calibrated = ranking(summary)
         printer(f"[ragscale] {len(lines)} model(s), ranked by {'calibrated ' if calibrated else ''}{basis}:")
         for line in lines:
             printer(f"[ragscale]  {line}")
-    outputs = info["outputs"]
+        pairs = significant_lines(summary)
+        if pairs:
+            printer("[ragscale] significant differences (paired tests, adjusted p-values; leaderboard.md has all):")
+            for line in pairs:
+                printer(f"[ragscale]  {line}")
+    _print_files(out_dir, summary, info, printer, tracked)
+
+
+def _print_files(out_dir: str, summary: dict, info: dict, printer: Printer, tracked: str | None) -> None:
+    """The last lines: the files, the tracking, the outcome, and what to open."""
+    rec, outputs = info["records"], info["outputs"]
     printer(f"[ragscale] records:     {os.path.join(out_dir, 'records.jsonl')} (and records.parquet)")
     if outputs.get("leaderboard"):
         printer(f"[ragscale] leaderboard: {os.path.join(out_dir, outputs['leaderboard'][0])}")
     if tracked:
         printer(f"[ragscale] {tracked}")
-    if info["failure"] or rec["missing"]:
+    code = of_run(info["failure"], rec)
+    report = os.path.join(out_dir, outputs["html_report"]) if outputs.get("html_report") else None
+    if code == FAILED:
         printer(f"[ragscale] run failed: {info['failure'] or str(rec['missing']) + ' records missing'}; "
                 "re-run the same command to resume")
-    elif outputs.get("html_report"):
-        printer(f"[ragscale] open the report: {os.path.join(out_dir, outputs['html_report'])}")
+        return
+    if code == OK:
+        printer("[ragscale] ok: every record was scored")
     else:
-        printer(f"[ragscale] summary: {os.path.join(out_dir, 'summary.json')}")
+        where = f"{report}#errors" if report else os.path.join(out_dir, "records.jsonl")
+        printer(f"[ragscale] warning: {outcome(code, rec['in'], rec['errored'])} (exit code {code})"
+                + (f"; their errors: {where}" if rec["errored"] else ""))
+    printer(f"[ragscale] open the report: {report}" if report
+            else f"[ragscale] summary: {os.path.join(out_dir, 'summary.json')}")

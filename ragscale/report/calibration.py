@@ -33,6 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragscale.errors import UserError
+from ragscale.report.wording import own_values
 
 METHOD = "PPI++ (power-tuned prediction-powered inference, ppi-python)"
 DIFF_METHOD = "PPI++ on the per-task paired difference"
@@ -286,7 +287,7 @@ class CalibrationSink:
             models = {}
             for (hh, model), col in sorted(self.cols.items()):
                 if hh == h:
-                    models[model] = self._model(col, conf)
+                    models[model] = _within(self._model(col, conf), m)
             block["metrics"][m] = {"human": h, "mapping": self._mapping(h), "models": models}
         block["ranked_by"] = self._ranked_by(block, summary)
         if summary is not None and significance is not None:
@@ -390,7 +391,7 @@ class CalibrationSink:
                                          "better": None, "method": DIFF_METHOD}
                 if n < self.settings.min_labels:
                     entry["note"] = (f"{n} task(s) labelled for both; at least {self.settings.min_labels} needed: "
-                                     "the judge-based comparison stands")
+                                     f"the {own_values(metric)} comparison stands")
                 else:
                     entry["diff"], entry["ci"], entry["p"] = difference(
                         (ha - hc)[lab], (ja - jc)[lab], (ja - jc)[judged & ~lab], float(self.settings.confidence))
@@ -399,6 +400,18 @@ class CalibrationSink:
             out[metric] = entries
         return {"comparisons": out, "alpha": s.alpha, "correction": s.correction,
                 "design": "all-pairs" if all_pairs else "vs-leader"}
+
+
+def _within(row: dict, metric: str) -> dict:
+    """A model's estimates with their intervals inside ``metric``'s catalog bounds (an interval of a
+    0..1 metric never reaches past 0 or 1; ragscale.report.stats.clip)."""
+    from ragscale.report.stats import bounds_of, clip
+
+    for key in ("naive", "human_only", "calibrated"):
+        e = row.get(key)
+        if isinstance(e, dict) and e.get("ci") is not None:
+            e["ci"] = list(clip((e["ci"][0], e["ci"][1]), bounds_of(metric)))
+    return row
 
 
 def _cal_mean(b: dict, model: str) -> float | None:
@@ -463,7 +476,7 @@ def to_markdown(block: dict) -> str:
     for metric, b in block["metrics"].items():
         mapping = f", labels mapped {b['mapping']}" if b.get("mapping") else ""
         lines += [f"### {metric} (human {b['human']}{mapping})", "",
-                  "| model | labels | records | naive (judge) | human only | calibrated (PPI++) | lambda |",
+                  f"| model | labels | records | naive ({own_values(metric)}) | human only | calibrated (PPI++) | lambda |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for model, r in b["models"].items():
             cal = _fmt(metric, r["calibrated"]) if r["calibrated"] else (r["message"] or "–")

@@ -7,25 +7,26 @@ interval, calibrated when summary.json has a ``calibration`` block, and which mo
 significantly better than which), every metric's mean grouped by metric family, the
 differences between models (when summary.json has a ``significance`` block) and the
 calibration; then per-metric distributions, the breakdowns by answerability and by turn, the
-lowest-scoring records per metric with their question, answer, metric values and the judges'
-details and raw outputs, judge work (run.json ``judge_work`` and the records'
-``judge_errors``) and record errors; run provenance and configuration (run.json) last,
-collapsed. Every text taken from the run is HTML-escaped.
+lowest-scoring records (each once, with every score it is among the lowest on, its question,
+references, passages, answer, metric values and the judges' details and raw outputs), judge
+work (run.json ``judge_work`` and the records' ``judge_errors``) and record errors; run
+provenance and configuration (run.json) last, collapsed. Every text taken from the run is
+HTML-escaped. The status line says "ok" only when every record was scored (ragscale.exitcodes).
 
 records.jsonl is read in one streaming pass with bounded memory: per metric and model a
 running mean/variance, min/max, exact 20-bin histogram counts over [0, 1] and a uniform
-reservoir sample (fixed seed) for quantiles; per metric a heap of the N lowest records.
+reservoir sample (fixed seed) for quantiles; per score a heap of the N records furthest from
+its best value (``html_records``).
 
 This module holds the scan and renders the page: jinja2 templates in ``templates/`` (package
 data) with autoescaping on, a base layout and one template per section. What each section
-shows is computed in ``html_context`` (and ``html_significance``), the charts' geometry in
-``html_svg`` (all package-private); no Python code writes markup.
+shows is computed in ``html_context`` (and ``html_significance``, ``html_records``), the
+charts' geometry in ``html_svg`` (all package-private); no Python code writes markup.
 """
 
 from __future__ import annotations
 
 import functools
-import heapq
 import json
 import math
 import os
@@ -36,32 +37,16 @@ from typing import Any, Sequence
 
 import jinja2
 
+from ragscale.metrics.registry import record_scalar
+from ragscale.report.html_records import Lowest, record_info
 from ragscale.report.plots import check_run_dir, is_flag, read_json
+from ragscale.report.summary import Unreadable
+from ragscale.report.text import fmt, trunc
 
 RESERVOIR = 2000
 BINS = 20
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac"]
-
-
-def trunc(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters with a note of how much was left out."""
-    return text if len(text) <= limit else text[:limit] + f"… [+{len(text) - limit} chars]"
-
-
-def fmt(v: Any) -> str:
-    """A metric value as the tables show it (4 decimals, 1 for values >= 100)."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return str(v)
-        return f"{v:.1f}" if abs(v) >= 100 else f"{v:.4f}"
-    return str(v)
 
 
 # ---------------------------------------------------------------- streaming accumulators
@@ -116,27 +101,6 @@ class _Dist:
         return s[i] + (s[j] - s[i]) * (pos - i)
 
 
-class _Worst:
-    """The N lowest-valued records of one metric (ties: the earlier record is kept)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.heap: list[tuple[float, int, dict]] = []  # (-value, -seq, info): top = largest value
-
-    def wants(self, v: float) -> bool:
-        return self.n > 0 and (len(self.heap) < self.n or v < -self.heap[0][0])
-
-    def push(self, v: float, seq: int, info: dict) -> None:
-        item = (-v, -seq, info)
-        if len(self.heap) < self.n:
-            heapq.heappush(self.heap, item)
-        else:
-            heapq.heapreplace(self.heap, item)
-
-    def items(self) -> list[tuple[float, dict]]:
-        return [(-nv, info) for nv, _, info in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
-
-
 class _JudgeIssues:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -159,26 +123,6 @@ class _JudgeIssues:
                                   "raw": trunc(str(err.get("raw")), 1500)})
 
 
-def _trim(obj: Any, depth: int = 0) -> Any:
-    """A bounded copy of a JSON value (strings <= 1500 chars, lists <= 40 items, depth <= 6)."""
-    if isinstance(obj, str):
-        return trunc(obj, 1500)
-    if depth >= 6:
-        return trunc(json.dumps(obj, ensure_ascii=False, default=str), 600)
-    if isinstance(obj, dict):
-        items = list(obj.items())
-        out = {str(k): _trim(v, depth + 1) for k, v in items[:60]}
-        if len(items) > 60:
-            out["…"] = f"{len(items) - 60} more keys"
-        return out
-    if isinstance(obj, list):
-        out_l = [_trim(v, depth + 1) for v in obj[:40]]
-        if len(obj) > 40:
-            out_l.append(f"… {len(obj) - 40} more items")
-        return out_l
-    return obj
-
-
 def _descriptive(metric: str) -> bool:
     """A count or length (the catalog gives it no direction): no "lowest-scoring" list."""
     from ragscale.metrics.registry import lookup
@@ -199,13 +143,15 @@ class _Scan:
         self.model_errors: Counter[str] = Counter()
         self.dists: dict[str, dict[str, _Dist]] = defaultdict(dict)
         self.flags: set[str] = set()
-        self.worst: dict[str, _Worst] = {}
+        self.worst: dict[str, Lowest] = {}
         self.judges: dict[str, _JudgeIssues] = defaultdict(_JudgeIssues)
         self.detail_judges: set[str] = set()
         self.error_stages: Counter[str] = Counter()
         self.error_examples: list[dict] = []
         self.warnings = 0
         self.seq = 0
+        self.unreadable = Unreadable()  # lines that are not a JSON object: whose model they are (summary's rule)
+        self.settled = False
 
     def run(self, path: str) -> None:
         from ragscale.io.output import iter_records
@@ -220,11 +166,11 @@ class _Scan:
             raise UserError(f"cannot read {path}: {exc}") from None
 
     def add(self, rec: dict) -> None:
-        from ragscale.report.summary import record_scalar
-
         self.seq += 1
         model = str(rec.get("model_id"))
-        self.models[model] += 1
+        held = self.unreadable.held(rec, model)  # an unreadable line: its model is settled at the end
+        if not held:
+            self.models[model] += 1
         rs = rec.get("ragscale") if isinstance(rec.get("ragscale"), dict) else {}
         key = str(rs.get("record_key") or f"line {self.seq}")
         self.warnings += len(rs.get("warnings") or [])
@@ -236,7 +182,7 @@ class _Scan:
             self.detail_judges.update(str(k) for k in rs["details"])
         err = rec.get("error")
         if err is not None:
-            self.model_errors[model] += 1
+            self.model_errors[model] += not held
             stage = str(err.get("stage")) if isinstance(err, dict) else "?"
             self.error_stages[stage] += 1
             if len(self.error_examples) < 5:
@@ -245,6 +191,7 @@ class _Scan:
                                             "message": trunc(str(msg), 600)})
             return
         metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+        info: list[dict] = []  # the record's card, built once for every list it is among the lowest of
         for name, value in metrics.items():
             if name not in self.metric_set:
                 if self.fixed:
@@ -267,15 +214,30 @@ class _Scan:
                 continue
             worst = self.worst.get(name)
             if worst is None:
-                worst = self.worst[name] = _Worst(self.worst_n)
+                worst = self.worst[name] = Lowest(name, self.worst_n)
             if worst.wants(v):
-                worst.push(v, self.seq, self._info(rec, model, key, metrics))
+                info = info or [record_info(rec, self.seq, model, key, self._values(metrics))]
+                worst.push(v, self.seq, info[0])
+
+    def settle(self) -> dict[str, int]:
+        """After the pass: count each unreadable line under the model it belongs to (summary's rule,
+        ragscale.report.summary.Unreadable); returns the lines of no model (input errors), whose
+        examples show no model."""
+        orphans = self.unreadable.orphans()
+        if self.settled:
+            return orphans
+        self.settled = True
+        for model, n in self.unreadable.owned().items():
+            self.models[model] += n
+            self.model_errors[model] += n
+        for e in self.error_examples:
+            if e["model"] in orphans:
+                e["model"] = "— (no model: not a JSON object)"
+        return orphans
 
     @staticmethod
-    def _info(rec: dict, model: str, key: str, metrics: dict) -> dict:
-        from ragscale.record import answer_of, query_of
-        from ragscale.report.summary import record_scalar
-
+    def _values(metrics: dict) -> dict[str, Any]:
+        """One number (or flag) per metric of a record, as its card lists them."""
         values: dict[str, Any] = {}
         for name, value in metrics.items():
             if is_flag(value):
@@ -285,17 +247,7 @@ class _Scan:
                 values[name] = record_scalar(name, value)
             except (TypeError, ValueError):
                 values[name] = None
-        rs = rec.get("ragscale") if isinstance(rec.get("ragscale"), dict) else {}
-        return {
-            "record": key,
-            "model": model,
-            "query": trunc(query_of(rec), 3000),
-            "answer": trunc(answer_of(rec) or "", 5000),
-            "metrics": values,
-            "details": _trim(rs.get("details") or {}),
-            "judge_errors": _trim([e for e in rs.get("judge_errors") or [] if isinstance(e, dict)][:20]),
-            "warnings": _trim(list(rs.get("warnings") or [])[:10]),
-        }
+        return values
 
 
 # ---------------------------------------------------------------- entry point

@@ -15,13 +15,17 @@ import math
 import os
 from typing import Any
 
+from ragscale.exitcodes import FAILED, OK, finished, outcome
 from ragscale.metrics.registry import label, lookup
 from ragscale.report.html import PALETTE, _Dist, _Scan, fmt, trunc
+from ragscale.report.html_records import lowest_section
 from ragscale.report.html_significance import _number, better_than, calibration, calibration_rows, significance
 from ragscale.report.html_svg import dist_chart, rate_chart
 from ragscale.report.leaderboard import (ANS_ACC, _cell, _fmt, _mean_n, breakdown_metrics, calibrated_comparisons,
-                                         cells, headline, higher_is_better, ranking, standings)
-from ragscale.report.plots import is_rate_metric, mean_ci
+                                         cells, fallback_lines, headline, higher_is_better, ranking, standings)
+from ragscale.report.plots import is_rate_metric, mean_interval
+from ragscale.report.stats import bounds_of
+from ragscale.report.wording import own_values
 
 # A table of means fits a 1280 px screen: at most this many metric columns, and about this many
 # characters of headers (12 px text) across, the models' column included.
@@ -30,6 +34,7 @@ MEAN_COLUMNS, MEAN_CHARS = 8, 170
 
 def page_context(run_dir: str, scan: _Scan, summary: dict | None, run: dict | None, worst_n: int) -> dict:
     """The whole context of ``templates/report.html.j2``."""
+    orphans = scan.settle()
     metrics = [m for m in scan.metrics if m in scan.dists and m not in scan.flags]
     colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(scan.models))}
     board = _board(summary, scan, metrics)
@@ -46,10 +51,10 @@ def page_context(run_dir: str, scan: _Scan, summary: dict | None, run: dict | No
         "distributions": _distributions(scan, metrics, colors),
         "breakdowns": _breakdowns(board, order),
         "judges": _judges(run, scan),
-        "errors": _errors(scan),
+        "errors": _errors(scan, sum(orphans.values())),
         "worst_n": worst_n,
-        "worst": _worst(scan, [m for m in metrics if m in scan.worst]),
-        "records": sum(scan.models.values()),
+        "worst": lowest_section({m: scan.worst[m] for m in metrics if m in scan.worst}, _seen_best(scan)),
+        "records": scan.seq,
         "header": _header(run, scan),
     }
 
@@ -85,11 +90,22 @@ def _block(d: Any, nested: bool = True) -> dict:
                            "metrics": {str(k): _number(v) for k, v in means.items()},
                            "n": {str(k): _int(v) for k, v in ns.items()},
                            "answerability_accuracy": _number(d.get("answerability_accuracy")),
-                           "answerability_n": _int(d.get("answerability_n"))}
+                           "answerability_n": _int(d.get("answerability_n")),
+                           **{k: _counts(d.get(k)) for k in ("judge_parse_failures", "judge_engine_errors")},
+                           "judge_undefined_reasons": {str(j): _counts(r) for j, r in _dict(d.get("judge_undefined_reasons"))}}
     for key in ("by_answerability", "by_turn") if nested else ():
         if isinstance(d.get(key), dict):
             out[key] = {str(k): _block(v, nested=False) for k, v in d[key].items()}
     return out
+
+
+def _dict(v: Any) -> list[tuple[Any, Any]]:
+    return list(v.items()) if isinstance(v, dict) else []
+
+
+def _counts(v: Any) -> dict[str, int]:
+    """A {name: count} of summary.json (judge errors by judge, reasons), well-formed."""
+    return {str(k): _int(n) for k, n in _dict(v)}
 
 
 def _int(v: Any) -> int:
@@ -103,25 +119,30 @@ def _direction(metric: str | None) -> str:
 # ---------------------------------------------------------------- sections
 
 def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
-    """The line under the title: status, models, records, what ranks; the failure when the run failed."""
+    """The line under the title: the outcome in the exit code's words (ragscale.exitcodes.outcome:
+    "ok" only when every record was scored, else e.g. "4 of 6 records failed", linked to the errors;
+    "failed" with the reason for a run that stopped), models, records, what ranks."""
     metric, calibrated = ranking(board)
-    status = "no run.json" if run is None else str(run.get("status"))
+    errored = sum(scan.error_stages.values())
+    stopped = run is not None and run.get("status") == "failed"
+    code = FAILED if stopped else finished(scan.seq, errored)
     failure = None
-    if run is not None and status != "ok":
+    if stopped:
         records = run.get("records") if isinstance(run.get("records"), dict) else {}
         reason = run.get("failure") or "; ".join(f"{k}: {v}" for k, v in records.items()) or "no reason given"
         failure = trunc(str(reason), 300)
+    status = "failed" if stopped else outcome(code, scan.seq, errored)
     n = len(board["models"])
-    return {"status": status, "ok": status == "ok", "failure": failure,
-            "models": f"{n} model{'s' if n != 1 else ''}", "records": sum(scan.models.values()),
+    return {"status": status + (" (no run.json)" if run is None else ""), "ok": code == OK, "failure": failure,
+            "errors_link": errored > 0, "models": f"{n} model{'s' if n != 1 else ''}", "records": scan.seq,
             "ranking": None if metric is None else
             f"ranked by the {'calibrated ' if calibrated else ''}mean of {metric} ({_direction(metric)})"}
 
 
 def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) -> dict:
     """One row per model in ranking order: rank, records, errors, the ranking metric's mean with its
-    interval (calibrated, judge and human-only when the run was calibrated), and the models it is
-    significantly better than."""
+    interval (calibrated, uncalibrated and human-only when the run was calibrated), and the models it
+    is significantly better than; why the ranking passed over the first headline (fallback_lines)."""
     metric, calibrated = ranking(board)
     wins, basis = better_than(board, metric)
     cal = calibration_rows(board.get("calibration"), metric) if calibrated else {}
@@ -132,28 +153,33 @@ def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) ->
                                "better": ", ".join(wins.get(model, [])) or "—", "estimates": []}
         if calibrated:
             c = cal.get(model) or {}
-            row["estimates"] = [c.get("calibrated"), c.get("naive") or _judge_estimate(d, metric, scan, model),
+            row["estimates"] = [c.get("calibrated"), c.get("naive") or _estimate(d, metric, scan, model),
                                 c.get("human_only")]
             row["labels"] = c.get("labels", "0")
             row["message"] = c.get("message")
         elif metric is not None:
-            row["estimates"] = [_judge_estimate(d, metric, scan, model)]
+            row["estimates"] = [_estimate(d, metric, scan, model)]
         rows.append(row)
     conf = _number(board["calibration"].get("confidence")) if calibrated else None  # calibrated: a dict
+    bounds = bounds_of(metric)
+    sig = board.get("significance") if isinstance(board.get("significance"), dict) else {}
     return {"metric": metric, "label": None if metric is None else label(metric), "calibrated": calibrated,
-            "direction": _direction(metric), "rows": rows, "basis": basis,
+            "direction": _direction(metric), "rows": rows, "basis": basis, "own": own_values(metric),
+            "fallback": [] if calibrated else fallback_lines(board), "correction": sig.get("correction"),
+            "range": None if bounds is None else f"{bounds[0]:g} to {bounds[1]:g}",
             "interval": "95%" if conf is None else f"{100 * conf:g}%",
             "human": _human(board, metric) if calibrated else None,
             "missing": summary is None, "reduction": summary.get("reduction") if summary else None}
 
 
-def _judge_estimate(d: dict, metric: str, scan: _Scan, model: str) -> dict | None:
-    """The model's mean of ``metric`` (summary.json's) with the t-interval of the scan's values."""
+def _estimate(d: dict, metric: str, scan: _Scan, model: str) -> dict | None:
+    """The model's mean of ``metric`` (summary.json's) with the interval of the scan's values (Student-t,
+    clipped to the metric's bounds: ragscale.report.stats.mean_interval)."""
     mean = d["metrics"].get(metric)
     if mean is None:
         return None
     dist = (scan.dists.get(metric) or {}).get(model)
-    ci = None if dist is None else mean_ci(dist.n, dist.mean, dist.sd)
+    ci = None if dist is None else mean_interval(metric, dist.n, dist.mean, dist.sd, (dist.lo, dist.hi))
     if ci is None or not all(map(math.isfinite, ci)):
         return {"mean": _fmt(metric, mean), "ci": None}
     return {"mean": _fmt(metric, mean), "ci": f"[{_fmt(metric, ci[0])}, {_fmt(metric, ci[1])}]"}
@@ -314,13 +340,13 @@ def _distributions(scan: _Scan, metrics: list[str], colors: dict[str, str]) -> l
         if rows and is_rate_metric(m):
             entry.update(kind="rate", chart=rate_chart(m, rows))
         elif rows:
-            entry.update(kind="dist", chart=dist_chart(m, rows), table=[_dist_cells(model, d) for model, _, d in rows])
+            entry.update(kind="dist", chart=dist_chart(m, rows), table=[_dist_cells(m, model, d) for model, _, d in rows])
         out.append(entry)
     return out
 
 
-def _dist_cells(model: str, d: _Dist) -> list[Any]:
-    ci = mean_ci(d.n, d.mean, d.sd)
+def _dist_cells(metric: str, model: str, d: _Dist) -> list[Any]:
+    ci = mean_interval(metric, d.n, d.mean, d.sd, (d.lo, d.hi))
     return [model, d.n, fmt(d.mean), "—" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]",
             fmt(d.sd) if d.n > 1 else "—", ("" if d.exact else "≈") + fmt(d.quantile(0.5)), fmt(d.lo), fmt(d.hi)]
 
@@ -346,46 +372,14 @@ def _judges(run: dict | None, scan: _Scan) -> dict:
     return out
 
 
-def _errors(scan: _Scan) -> dict:
-    """How many records have an error, by stage, and the first few of them."""
+def _errors(scan: _Scan, no_model: int) -> dict:
+    """How many records have an error, by stage, the lines of no model, and the first few of them."""
     return {"total": sum(scan.error_stages.values()),
             "stages": ", ".join(f"{s}: {n}" for s, n in scan.error_stages.most_common()),
-            "examples": scan.error_examples}
+            "no_model": no_model, "examples": scan.error_examples}
 
 
-def _worst(scan: _Scan, metrics: list[str]) -> list[dict]:
-    """Per scored metric, the cards of its lowest-scoring records."""
-    out = []
-    for i, m in enumerate(metrics):
-        w = scan.worst.get(m)
-        if w is not None and w.heap:
-            out.append({"index": i, "metric": m,
-                        "cards": [_card(m, rank, v, info) for rank, (v, info) in enumerate(w.items(), 1)]})
-    return out
-
-
-def _card(metric: str, rank: int, value: float, info: dict) -> dict:
-    """One low-scoring record: its texts, all its metric values, the judges' details and errors."""
-    rel = _relevant_judges(metric, list(info["details"]))
-    errors = []
-    for e in info["judge_errors"]:
-        reason = str(e.get("reason", "")) + (" (undefined)" if e.get("undefined") else "")
-        errors.append({"judge": str(e.get("judge")) + (f"@{e['tag']}" if e.get("tag") else ""),
-                       "reason": trunc(reason, 400), "raw": None if e.get("raw") is None else trunc(str(e["raw"]), 800)})
-    return {"rank": rank, "value": fmt(value), "model": info["model"], "record": info["record"],
-            "query": info["query"], "answer": info["answer"],
-            "metrics": [(k, fmt(v), k == metric) for k, v in info["metrics"].items()],
-            "details": [(j, d) for j, d in info["details"].items() if j in rel],
-            "other_details": [(j, d) for j, d in info["details"].items() if j not in rel],
-            "judge_errors": errors, "warnings": info["warnings"]}
-
-
-def _relevant_judges(metric: str, judges: list[str]) -> set[str]:
-    """The judges whose details explain ``metric`` (judge name inside the metric name, or the
-    reverse, ignoring case and ``_``/``@`` tags); all of them when none matches."""
-    def norm(t: str) -> str:
-        return t.split("@")[0].lower().replace("_", "").replace("-", "")
-
-    m = norm(metric)
-    rel = {j for j in judges if norm(j) and (norm(j) in m or m in norm(j))}
-    return rel or set(judges)
+def _seen_best(scan: _Scan) -> dict[str, float]:
+    """Per metric, the best value of the run (the highest, or the lowest for a lower-is-better one)."""
+    return {m: (min(d.lo for d in per.values()) if higher_is_better(m) is False else max(d.hi for d in per.values()))
+            for m, per in scan.dists.items() if per}

@@ -20,6 +20,7 @@ from typing import Any
 
 from ragscale.metrics.registry import label
 from ragscale.report.leaderboard import _fmt as metric_value  # the catalog's decimals
+from ragscale.report.wording import own_values
 
 _DESIGNS = {"all-pairs": "every pair of models compared", "vs-leader": "each model compared with the leader"}
 
@@ -94,8 +95,8 @@ def _settings(block: dict, conf: float | None) -> str:
 def better_than(summary: dict, metric: str | None) -> tuple[dict[str, list[str]], str | None]:
     """Per model, the models it is significantly better than on ``metric``, and what that rests on:
     "calibrated" (the calibration's comparisons of ``metric``; a pair they could not test keeps the
-    judge-based result, marked "(judge)"), "judge" (summary.json's significance block), or None when
-    neither compares ``metric``."""
+    uncalibrated result, marked with ragscale.report.wording.own_values: "(judge)" for a judge
+    metric), "paired" (summary.json's significance block), or None when neither compares ``metric``."""
     judged = _entries(summary.get("significance"), metric)
     cal = summary.get("calibration")
     calibrated = _entries({"metrics": cal.get("comparisons")}, metric) if isinstance(cal, dict) else None
@@ -107,13 +108,13 @@ def better_than(summary: dict, metric: str | None) -> tuple[dict[str, list[str]]
             if _number(e.get("p")) is not None:
                 _add_winner(out, e, "")
             elif pair in by_pair:
-                _add_winner(out, by_pair[pair], " (judge)")
+                _add_winner(out, by_pair[pair], f" ({own_values(metric)})")
         return out, "calibrated"
     if judged is None:
         return out, None
     for e in judged:
         _add_winner(out, e, "")
-    return out, "judge"
+    return out, "paired"
 
 
 def _entries(block: Any, metric: str | None) -> list[dict] | None:
@@ -142,7 +143,7 @@ def calibration(summary: dict) -> dict | None:
         if rows:
             b = b if isinstance(b, dict) else {}
             mapping = b.get("mapping")
-            metrics.append({"metric": str(metric), "label": label(str(metric)),
+            metrics.append({"metric": str(metric), "label": label(str(metric)), "own": own_values(str(metric)),
                             "human": "?" if b.get("human") is None else str(b["human"]),
                             "mapping": str(mapping) if mapping else None,
                             "rows": [{"model": model, **r} for model, r in rows.items()]})

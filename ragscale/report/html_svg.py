@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ragscale.report.html import BINS, _Dist, fmt
-from ragscale.report.plots import mean_ci, wilson_interval
+from ragscale.report.plots import mean_interval, wilson_interval
 
 Row = tuple[str, str, _Dist]  # (model, color, statistics)
 # the distribution chart: width, left and right ends of the value axis, height of one model's band, top margin
@@ -20,7 +20,8 @@ W, L, R, RH, TOP = 860, 190, 830, 74, 8
 
 
 def dist_chart(metric: str, rows: list[Row]) -> dict[str, Any]:
-    """Per-model histogram and box (quartiles from the sample, whiskers min..max, mean with 95% CI)."""
+    """Per-model histogram and box (quartiles from the sample, whiskers min..max, mean with its 95% interval,
+    ragscale.report.stats.mean_interval)."""
     lo = min(d.lo for _, _, d in rows)
     hi = max(d.hi for _, _, d in rows)
     unit = all(d.unit for _, _, d in rows)
@@ -32,14 +33,15 @@ def dist_chart(metric: str, rows: list[Row]) -> dict[str, Any]:
     def x(v: float) -> float:
         return L + (R - L) * (v - lo) / (hi - lo)
 
-    out = [_dist_row(model, color, d, TOP + i * RH, x, lo, hi, unit) for i, (model, color, d) in enumerate(rows)]
+    out = [_dist_row(metric, model, color, d, TOP + i * RH, x, lo, hi, unit) for i, (model, color, d) in enumerate(rows)]
     ya = TOP + RH * len(rows) + 4
     ticks = [(x(lo + step * k), _tick(lo + step * k)) for k in range(int(round((hi - lo) / step)) + 1)]
     return {"metric": metric, "W": W, "H": TOP + RH * len(rows) + 34, "L": L, "R": R, "rows": out,
             "axis_y": ya, "ticks": ticks}
 
 
-def _dist_row(model: str, color: str, d: _Dist, y0: int, x: Any, lo: float, hi: float, unit: bool) -> dict:
+def _dist_row(metric: str, model: str, color: str, d: _Dist, y0: int, x: Any, lo: float, hi: float,
+              unit: bool) -> dict:
     """One model's band of :func:`dist_chart`: histogram bars, whiskers, box, median, mean and its CI."""
     import numpy as np
 
@@ -52,7 +54,7 @@ def _dist_row(model: str, color: str, d: _Dist, y0: int, x: Any, lo: float, hi: 
     box = None
     if q1 is not None and q3 is not None and med is not None:
         box = {"x": x(q1), "w": max(1.0, x(q3) - x(q1)), "median": x(med)}
-    ci = mean_ci(d.n, d.mean, d.sd)
+    ci = mean_interval(metric, d.n, d.mean, d.sd, (d.lo, d.hi))
     return {"model": model, "label": _label(model), "n": d.n, "color": color, "y0": y0, "yb": y0 + 58,
             "bars": bars, "lo": x(d.lo), "hi": x(d.hi), "box": box, "mean": x(d.mean), "mean_text": fmt(d.mean),
             "ci": None if ci is None else (x(max(lo, ci[0])), x(min(hi, ci[1])))}

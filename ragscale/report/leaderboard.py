@@ -6,12 +6,10 @@ answerability and by turn. Built from the summary that ``summary.finalize`` accu
 in its one pass over records.jsonl, so nothing reads the records again and memory is a
 few numbers per (model, cell, metric).
 
-- **Headline** (the ranking): the first of ``HMean_idk``, ``HMean``, ``RB_agg_idk``,
-  ``RB_agg`` that the run computed, else the run's first metric with a per-record mean
-  (``Length`` and counts skipped). MT-RAG's reported metrics are conditioned on
-  answerability (IDK), which is what makes the per-answerability columns comparable, hence
-  the ``_idk`` versions first; ``RB_agg`` is MT-RAG's algorithmic aggregate, the headline of
-  a run without judges. The direction is the catalog's
+- **Headline** (the ranking, :mod:`ragscale.report.headline`): the first of ``HMean_idk``,
+  ``HMean``, ``RB_agg_idk``, ``RB_agg`` that the run computed, else the run's first metric with
+  a per-record mean (``Length`` and counts skipped); when it is undefined on every record of a
+  model, the next one, with the reason (:func:`fallback_lines`). The direction is the catalog's
   ``higher_is_better`` (the taxonomy's error rates rank lower first). Models without a value
   come last; ties share a rank.
 - **Overall table**: every metric's mean, the record count and the errored records.
@@ -35,31 +33,13 @@ import os
 from typing import Iterable
 
 from ragscale.metrics.registry import label, lookup
+from ragscale.report.headline import fallback, headline, higher_is_better, missing, table_metrics  # noqa: F401
+from ragscale.report.wording import is_judged, own_values
 
 ALL = "ALL"
-HEADLINES = ("HMean_idk", "HMean", "RB_agg_idk", "RB_agg")  # the first one the run has ranks
 ANSWERABILITY_ORDER = ("ANSWERABLE", "PARTIAL", "UNANSWERABLE", "CONVERSATIONAL", "UNDERSPECIFIED")
 TURN_CELLS = (("1", "Turn 1"), (">1", "Turn >1"))
 ANS_ACC = "AnsAcc"  # answerability accuracy (summary's answerability_accuracy)
-
-
-def table_metrics(summary: dict) -> list[str]:
-    """The run's metrics that have a per-record mean (not flags lists or per-passage vectors)."""
-    return [m for m in summary["metrics"] if lookup(m) is None or lookup(m).in_tables]
-
-
-def headline(summary: dict) -> str | None:
-    metrics = table_metrics(summary)
-    for m in HEADLINES:
-        if m in metrics:
-            return m
-    return next((m for m in metrics if higher_is_better(m) is not None), metrics[0] if metrics else None)
-
-
-def higher_is_better(metric: str | None) -> bool | None:
-    """The metric's direction from the catalog (None: a count or length, never a headline)."""
-    spec = lookup(metric) if metric else None
-    return True if spec is None else spec.higher_is_better
 
 
 def ranked(summary: dict, head: str | None) -> list[tuple[int | None, str, dict]]:
@@ -174,7 +154,8 @@ def _md_table(head: list[str], rows: Iterable[list[str]], right_from: int) -> li
 
 
 def _calibrated_cells(summary: dict, metric: str, model: str) -> list[str]:
-    """The leaderboard's calibration columns of a model: calibrated [CI], judge [CI], labels."""
+    """The leaderboard's calibration columns of a model: calibrated [CI], uncalibrated (the judge's, for
+    a judge metric) [CI], labels."""
     from ragscale.report.calibration import _fmt as with_ci
 
     r = summary["calibration"]["metrics"][metric]["models"].get(model) or {}
@@ -199,16 +180,18 @@ def format_markdown(summary: dict) -> str:
         conf = f"{100 * cal['confidence']:g}%"
         out += [f"{len(order)} model(s), {n_records} records, ranked by the **calibrated** mean of **{basis}** "
                 f"({'lower' if higher_is_better(basis) is False else 'higher'} is better): human labels "
-                f"({cal['metrics'][basis]['human']}) correct the judge's bias by prediction-powered inference "
+                f"({cal['metrics'][basis]['human']}) correct the {'judge' if is_judged(basis) else 'metric'}'s bias by "
+                "prediction-powered inference "
                 f"(PPI++), {conf} intervals; calibration/calibration.md has every calibrated metric. Other "
-                "means are the judges' (uncalibrated), leaving out records without a value.", ""]
+                "means are uncalibrated, leaving out records without a value.", ""]
     else:
         out += [f"{len(order)} model(s), {n_records} records, ranked by mean **{head}** ({direction}). "
                 "Means leave out records without a value; per-target metrics use the first target, "
                 "per-passage metrics the best passage (summary.json).", ""]
+        out += [*(f"- {line}" for line in fallback_lines(summary)), ""] if fallback(summary) else []
     out += ["## Overall", ""]
     shown = ([head] if head else []) + [m for m in metrics if m != head]
-    cal_head = [f"{basis} calibrated", f"{basis} judge", "labels"] if calibrated else []
+    cal_head = [f"{basis} calibrated", f"{basis} {own_values(basis)}", "labels"] if calibrated else []
     rows = []
     for rank, model, d in order:
         vals = _calibrated_cells(summary, basis, model) if calibrated else []
@@ -307,6 +290,21 @@ def write_leaderboard(summary: dict, out_dir: str) -> dict[str, str]:
     return paths
 
 
+def fallback_lines(summary: dict) -> list[str]:
+    """Why the ranking is not by the first headline (empty when it is): one line per model that has
+    no value of it, then which metric ranks instead."""
+    passed = fallback(summary)
+    if passed is None:
+        return []
+    first, why = passed
+    head = headline(summary)
+    lines = [f"{first} undefined for {model}: {reason}" for model, reason in why.items()]
+    if head != first:
+        lines.append(f"ranked by {head} instead: the next headline metric"
+                     + (", defined for the most models" if missing(summary, head) else ""))
+    return lines
+
+
 def model_lines(summary: dict) -> list[str]:
     """One line per model, best first: rank, model, its headline score and n (the end of a run)."""
     head = headline(summary)
@@ -320,7 +318,7 @@ def model_lines(summary: dict) -> list[str]:
         line = f"{rank if rank is not None else '-':>3}. {model:<{width}}  "
         if calibrated:
             cal, judge, labels = _calibrated_cells(summary, basis, model)
-            out.append(line + f"{label(basis)} calibrated {cal}  (judge {judge}, {labels} labels)")
+            out.append(line + f"{label(basis)} calibrated {cal}  ({own_values(basis)} {judge}, {labels} labels)")
             continue
         v, n = _mean_n(d, head)
         out.append(line + f"{label(head)} {_fmt(head, v)}  (n={n})")

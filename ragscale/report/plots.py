@@ -3,7 +3,7 @@
 One subplot per metric, one box per run (or per run x model): the box is the interquartile
 range with the median (orange), whiskers at 1.5 IQR, the mean as a dashed line with a dot,
 and the 95% confidence interval of the mean as an error bar (Student-t interval,
-mean +- t(0.975, n-1) * s / sqrt(n); no interval for n < 2). ``answered`` (1.0 = the
+mean +- t(0.975, n-1) * s / sqrt(n), clipped to the metric's catalog bounds; no interval for n < 2). ``answered`` (1.0 = the
 question was answered) and boolean flags are drawn as "% of records" bars with 95% Wilson
 score intervals instead of boxes. Per-record numbers come from
 :func:`ragscale.report.summary.record_scalar`; errored records and nulls are left out, as
@@ -24,11 +24,12 @@ from typing import Sequence
 from ragscale.errors import UserError
 from ragscale.report.runs import (Group, PlotData, check_run_dir, is_flag, is_rate_metric, label_runs, rate_title,
                                   load_runs, read_json, select_metrics)
-from ragscale.report.stats import CONFIDENCE, mean_ci, norm_ppf, t_cdf, t_interval, t_ppf, wilson_interval
+from ragscale.report.stats import (CONFIDENCE, bounds_of, clip, mean_ci, mean_interval, norm_ppf, t_cdf, t_interval,
+                                   t_ppf, wilson_interval)
 
 __all__ = ["CONFIDENCE", "BoxStats", "Group", "PlotData", "box_stats", "check_run_dir", "is_flag",
-           "is_rate_metric", "label_runs", "load_runs", "mean_ci", "norm_ppf", "plot_runs", "read_json",
-           "select_metrics", "t_cdf", "t_interval", "t_ppf", "wilson_interval"]
+           "is_rate_metric", "label_runs", "load_runs", "mean_ci", "mean_interval", "norm_ppf", "plot_runs",
+           "read_json", "select_metrics", "t_cdf", "t_interval", "t_ppf", "wilson_interval"]
 
 
 @dataclass
@@ -42,15 +43,18 @@ class BoxStats:
     ci: tuple[float, float] | None
 
 
-def box_stats(label: str, values: Sequence[float]) -> BoxStats:
-    """n, mean, median and the 95% t-interval of one box's values."""
+def box_stats(label: str, values: Sequence[float], metric: str | None = None) -> BoxStats:
+    """n, mean, median and the 95% t-interval of one box's values, clipped to ``metric``'s catalog
+    bounds (ragscale.report.stats.mean_interval)."""
     import numpy as np
 
     n = len(values)
     if n == 0:
         return BoxStats(label, 0, None, None, None)
     arr = np.asarray(values, dtype=float)
-    return BoxStats(label, n, float(arr.mean()), float(np.median(arr)), t_interval(arr.tolist()))
+    ci = t_interval(arr.tolist())
+    ci = None if ci is None else clip(ci, bounds_of(metric), (float(arr.min()), float(arr.max())))
+    return BoxStats(label, n, float(arr.mean()), float(np.median(arr)), ci)
 
 
 def _fmt(v: float | None) -> str:
@@ -100,8 +104,8 @@ def plot_runs(run_dirs: Sequence[str], output: str, *, metrics: Sequence[str] | 
         ax.set_xticklabels([f"{g.label}\nn={s.n}" for g, s in zip(groups, stats[name])], fontsize=9)
     for idx in range(len(chosen), nrows * ncols):
         axs[idx // ncols][idx % ncols].set_visible(False)
-    fig.suptitle("ragscale: metric comparison (error bars: 95% CI of the mean, Student-t; rates: Wilson)",
-                 fontsize=13)
+    fig.suptitle("ragscale: metric comparison (error bars: 95% CI of the mean, Student-t within the metric's "
+                 "range, unadjusted; rates: Wilson)", fontsize=13)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     try:
         fig.savefig(output, dpi=100)
@@ -114,7 +118,7 @@ def plot_runs(run_dirs: Sequence[str], output: str, *, metrics: Sequence[str] | 
 
 def _draw_box(ax, name, groups, cols, colors, positions, Line2D, Patch) -> tuple[list[BoxStats], list]:  # noqa: ANN001
     """Boxes, means and t-intervals of one metric on ``ax``; returns the stats and legend handles."""
-    stats = [box_stats(g.label, list(c)) for g, c in zip(groups, cols)]
+    stats = [box_stats(g.label, list(c), name) for g, c in zip(groups, cols)]
     present = [i for i, s in enumerate(stats) if s.n]
     bp = ax.boxplot([list(cols[i]) for i in present], positions=[positions[i] for i in present],
                     widths=0.6, patch_artist=True, showfliers=True,

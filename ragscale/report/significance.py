@@ -64,13 +64,23 @@ def task_key(rec: dict) -> str | None:
     return None
 
 
-def compared_metrics(run_metrics: Sequence[str]) -> list[str]:
-    """The leaderboard's breakdown metrics of a run with these metrics (headline first), and AnsAcc
-    (left out later when no record has it)."""
+def compared_metrics(run_metrics: Sequence[str], head: str | None = None) -> list[str]:
+    """The leaderboard's breakdown metrics of a run with these metrics and this headline (default: its
+    first headline; headline first), and AnsAcc (left out later when no record has it)."""
     from ragscale.report.leaderboard import ANS_ACC, breakdown_metrics, headline
 
     summary = {"metrics": list(run_metrics), "models": {}}
-    return breakdown_metrics(summary, headline(summary)) + [ANS_ACC]
+    return breakdown_metrics(summary, head or headline(summary)) + [ANS_ACC]
+
+
+def collected_metrics(run_metrics: Sequence[str]) -> list[str]:
+    """What the report pass collects for significance: the compared metrics of the first 4 headline
+    candidates (ragscale.report.headline: MT-RAG's four headlines), so that the comparisons follow
+    the ranking when it falls back; memory stays a few numbers per record."""
+    from ragscale.report.headline import candidates
+
+    heads = candidates({"metrics": list(run_metrics), "models": {}})[:4] or [None]
+    return list(dict.fromkeys(m for head in heads for m in compared_metrics(run_metrics, head)))
 
 
 class PairedValues:
@@ -129,12 +139,15 @@ class PairedValues:
         return out
 
 
-def compare(order: Sequence[str], values: PairedValues, settings: Any) -> dict | None:
-    """The significance block for the models in ``order`` (best first: the leaderboard's ranking), or
-    None with fewer than 2 models or nothing to compare."""
+def compare(order: Sequence[str], values: PairedValues, settings: Any,
+            metrics: Sequence[str] | None = None) -> dict | None:
+    """The significance block for the models in ``order`` (best first: the leaderboard's ranking) on
+    ``metrics`` (default: every metric of ``values``), or None with fewer than 2 models or nothing to
+    compare."""
     if len(order) < 2:
         return None
-    metrics = [m for m in values.metrics if any((model, m) in values.cols for model in order)]
+    wanted = values.metrics if metrics is None else [m for m in values.metrics if m in metrics]
+    metrics = [m for m in wanted if any((model, m) in values.cols for model in order)]
     if not metrics:
         return None
     all_pairs = len(order) <= settings.all_pairs_max_models
@@ -199,11 +212,13 @@ def _entry(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> dict:
 
 
 def for_summary(summary: dict, values: PairedValues, settings: Any) -> dict | None:
-    """The block for a run's summary: models in the leaderboard's order."""
-    from ragscale.report.leaderboard import standings
+    """The block for a run's summary: the models with a scored record, in the leaderboard's order, on
+    the compared metrics of the headline it ranks by (a model with no scored record has nothing to
+    compare)."""
+    from ragscale.report.leaderboard import headline, standings
 
-    order = [model for _, model, _ in standings(summary)]
-    return compare(order, values, settings)
+    order = [model for _, model, d in standings(summary) if d["count"] > d["errors"]]
+    return compare(order, values, settings, compared_metrics(summary["metrics"], headline(summary)))
 
 
 # ------------------------------------------------------------------ text and CSV
@@ -232,6 +247,23 @@ def markdown_lines(summary: dict, title: str = "Significance", numbers: str = "s
     out.append(" ".join(s for s in (ctx["method"], ctx["settings"]) if s) + ". The interval is not adjusted "
                "for multiple comparisons; `significant` uses the adjusted p. " + f"{numbers} has every number.")
     return out
+
+
+def significant_lines(summary: dict, limit: int = 20) -> list[str]:
+    """The significant differences, one line each (what the console prints after the ranking), e.g.
+    "m1 > m2 on RB_agg: difference 0.0420 [0.0110, 0.0730], adjusted p = 0.003 (holm)"; at most
+    ``limit`` lines, then how many more leaderboard.md lists."""
+    from ragscale.report.html_significance import significance
+
+    ctx = significance(summary)
+    if ctx is None:
+        return []
+    correction = (summary.get("significance") or {}).get("correction")
+    lines = [f"{r['first']} {r['relation']} {r['second']} on {m['label']}: {r['difference']}"
+             + (f", {r['p']}" if r["p"] else "") + (f" ({correction})" if correction and r["p"] else "")
+             for m in ctx["metrics"] for r in m["rows"] if r["significant"]]
+    more = len(lines) - limit
+    return lines[:limit] + ([f"... and {more} more significant difference(s) in leaderboard.md"] if more > 0 else [])
 
 
 def csv_rows(block: dict) -> list[list]:

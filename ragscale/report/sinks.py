@@ -39,9 +39,9 @@ class Outputs:
             self.groups = GroupCollector(numeric_metrics(plan.metrics), record_scalar)
         self.paired = None  # per-task values for the significance block (ragscale.report.significance)
         if cfg.significance.enabled:
-            from ragscale.report.significance import PairedValues, compared_metrics
+            from ragscale.report.significance import PairedValues, collected_metrics
 
-            self.paired = PairedValues(compared_metrics(self.metrics))
+            self.paired = PairedValues(collected_metrics(self.metrics))
         self.calibration = None  # human-calibrated estimates (ragscale.report.calibration)
         if cfg.calibration.human:
             from ragscale.report.calibration import CalibrationSink

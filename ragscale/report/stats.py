@@ -1,7 +1,11 @@
 """Confidence intervals from scipy.stats: Student-t intervals of a mean and Wilson score
 intervals of a proportion, used by the comparison plots (:mod:`ragscale.report.plots`) and the
 HTML report; and how a seed reaches scipy's resampling functions (:func:`rng_arg`). scipy is
-imported when first needed (about 0.7 s), so the commands that fail early stay quick."""
+imported when first needed (about 0.7 s), so the commands that fail early stay quick.
+
+Every per-model interval of a metric's mean (report.html's leaderboard, distribution tables and
+charts, ``ragscale plot``, the calibration's estimates) is :func:`mean_interval`: the Student-t
+interval clipped to the metric's catalog ``bounds`` (docs/statistics.md, "Intervals of means")."""
 
 from __future__ import annotations
 
@@ -63,6 +67,35 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
     mean = math.fsum(values) / n
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     return mean_ci(n, mean, sd, confidence)
+
+
+def clip(ci: tuple[float, float], bounds: tuple[float, float] | None,
+         observed: tuple[float, float] | None = None) -> tuple[float, float]:
+    """``ci`` cut to ``bounds`` (a metric's range; None: unbounded), widened to the ``observed`` values'
+    (min, max) should a value lie outside the stated range: the true mean lies inside both, so the
+    clipped interval covers it whenever ``ci`` did."""
+    if bounds is None:
+        return ci
+    lo, hi = bounds
+    if observed is not None:
+        lo, hi = min(lo, observed[0]), max(hi, observed[1])
+    return max(ci[0], lo), min(ci[1], hi)
+
+
+def mean_interval(metric: str, n: int, mean: float, sd: float, observed: tuple[float, float] | None = None,
+                  confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The interval every per-model mean of ``metric`` is shown with: the Student-t interval
+    (:func:`mean_ci`) clipped to the metric's catalog bounds (:func:`clip`); None for n < 2."""
+    ci = mean_ci(n, mean, sd, confidence)
+    return None if ci is None else clip(ci, bounds_of(metric), observed)
+
+
+def bounds_of(metric: str | None) -> tuple[float, float] | None:
+    """A metric's catalog bounds (None for an unbounded metric or one not in the catalog)."""
+    from ragscale.metrics.registry import lookup
+
+    spec = lookup(metric) if metric else None
+    return None if spec is None else spec.bounds
 
 
 def wilson_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:

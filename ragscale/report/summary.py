@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Callable, Sequence
 
 import pyarrow as pa
@@ -30,9 +30,13 @@ import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
-from ragscale.record import answer_of, answerability_of
+from ragscale.record import answer_of, answerability_of, is_unreadable
 
 ALL = "ALL"
+UNKNOWN = "UNKNOWN"  # the answerability class of a record without one
+INPUT_ERRORS = ("lines that are not a JSON object, in files whose records name their own model_id: input errors "
+                "of no model (left out of the models, counted among the failed records)")
+MAX_REASONS = 20  # distinct undefined reasons counted per judge (summary.json keeps the 3 most common)
 TURN_BUCKETS = ("1", ">1")  # MT-RAG: the first turn vs. the later turns of a conversation
 
 
@@ -60,6 +64,7 @@ class _Acc:
         self.parse_failures: dict[str, int] = defaultdict(int)
         self.engine_errors: dict[str, int] = defaultdict(int)
         self.undefined: dict[str, int] = defaultdict(int)
+        self.undefined_reasons: dict[str, Counter[str]] = defaultdict(Counter)
         self.ans_correct = 0
         self.ans_n = 0
 
@@ -69,6 +74,9 @@ class _Acc:
             judge = str(err.get("judge")) + (f"@{err['tag']}" if err.get("tag") else "")
             if err.get("undefined"):
                 self.undefined[judge] += 1
+                reasons, reason = self.undefined_reasons[judge], str(err.get("reason") or "no reason given")
+                if reason in reasons or len(reasons) < MAX_REASONS:
+                    reasons[reason] += 1
             elif str(err.get("reason", "")).startswith("engine error"):
                 self.engine_errors[judge] += 1
             else:
@@ -86,6 +94,11 @@ class _Acc:
                 self.sums[name] += v
                 self.ns[name] += 1
 
+    def add_unreadable(self, n: int) -> None:
+        """``n`` lines of this model that are not a JSON object (see :class:`Unreadable`): failed records."""
+        self.count += n
+        self.errors += n
+
     def to_dict(self, metrics: Sequence[str]) -> dict:
         return {
             "count": self.count,
@@ -95,6 +108,7 @@ class _Acc:
             "judge_parse_failures": dict(self.parse_failures),
             "judge_engine_errors": dict(self.engine_errors),
             "judge_undefined": dict(self.undefined),
+            "judge_undefined_reasons": {j: dict(r.most_common(3)) for j, r in self.undefined_reasons.items()},
             "answerability_accuracy": self.ans_correct / self.ans_n if self.ans_n else None,
             "answerability_n": self.ans_n,
         }
@@ -148,7 +162,7 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
 
 
 def _answerability(rec: dict) -> str:
-    return answerability_of(rec) or "UNKNOWN"
+    return answerability_of(rec) or UNKNOWN
 
 
 def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
@@ -171,6 +185,35 @@ def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
     }
 
 
+class Unreadable:
+    """Input lines that are not a JSON object (ragscale.record.is_unreadable) name no model: the
+    reader gave each its file's default model id (the file's stem). Such a line belongs to that
+    model when a readable record has it too (a sweep file whose records carry no model_id: the stem
+    IS the model, and its bad lines are its failed records). Otherwise (a file whose records name
+    their own models) it is an input error of no model: left out of the per-model tables, the
+    leaderboard and significance, and counted among the run's failed records."""
+
+    def __init__(self) -> None:
+        self.lines: Counter[str] = Counter()
+        self.readable: set[str] = set()
+
+    def held(self, rec: dict, model: str) -> bool:
+        """Note a record of ``model``; True for an unreadable line (its model decided at the end)."""
+        if is_unreadable(rec):
+            self.lines[model] += 1
+            return True
+        self.readable.add(model)
+        return False
+
+    def owned(self) -> dict[str, int]:
+        """The unreadable lines of each model they belong to."""
+        return {m: n for m, n in self.lines.items() if m in self.readable}
+
+    def orphans(self) -> dict[str, int]:
+        """The unreadable lines per default model id that no readable record has: no model's."""
+        return {m: n for m, n in self.lines.items() if m not in self.readable}
+
+
 class SummarySink:
     """The per-model summary and records.parquet, fed one record at a time (one pass over
     records.jsonl shared with the other report sinks); memory: a few numbers per (model, cell, metric)."""
@@ -181,6 +224,7 @@ class SummarySink:
         self.overall: dict[str, _Acc] = defaultdict(_Acc)
         self.by_turn: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))  # model -> bucket
         self.overall_turn: dict[str, _Acc] = defaultdict(_Acc)
+        self.unreadable = Unreadable()
         self.schema = _parquet_schema(self.metrics)
         self.writer = pq.ParquetWriter(os.path.join(out_dir, "records.parquet"), self.schema)
         self.buf: list[dict] = []
@@ -188,7 +232,8 @@ class SummarySink:
     def add(self, rec: dict) -> None:
         model, metrics = str(rec.get("model_id")), self.metrics
         cls = _answerability(rec)
-        for acc in (self.by_model[model][ALL], self.by_model[model][cls], self.overall[ALL], self.overall[cls]):
+        mine = () if self.unreadable.held(rec, model) else (self.by_model[model][ALL], self.by_model[model][cls])
+        for acc in (*mine, self.overall[ALL], self.overall[cls]):
             acc.add(rec, metrics)
         turn = turn_bucket(rec)
         if turn is not None:
@@ -220,6 +265,9 @@ class SummarySink:
         then ``significance(summary)`` its ``significance`` block (ragscale.report.significance)."""
         self.close()
         metrics, overall_turn = self.metrics, self.overall_turn
+        for model, n in self.unreadable.owned().items():
+            for cls in (ALL, UNKNOWN):
+                self.by_model[model][cls].add_unreadable(n)
 
         def block(accs: dict[str, _Acc], turns: dict[str, _Acc]) -> dict:
             d = accs[ALL].to_dict(metrics)
@@ -235,6 +283,9 @@ class SummarySink:
             "models": {m: block(accs, by_turn.get(m, {})) for m, accs in sorted(by_model.items())},
             "overall": block(overall, overall_turn) if overall else None,
         }
+        orphans = self.unreadable.orphans()
+        if orphans:
+            summary["input_errors"] = {"records": sum(orphans.values()), "reason": INPUT_ERRORS}
         if overall_turn:
             summary["turns"] = "by_turn: '1' = first turn, '>1' = later turns (MT-RAG's split)"
         if consistency is not None:

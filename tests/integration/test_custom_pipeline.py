@@ -29,7 +29,7 @@ def test_custom_scenario_on_bundled_sample(tmp_path):
                      + "\n" + "not json\n")
     res = run_cli(f"input=[{os.path.join(ROOT, 'ragscale', 'data', 'custom_sample.jsonl')},{extra}]",
                   f"output_dir={tmp_path / 'out'}", f"agreement.human={human}", "agreement.pairs=['correct=is_correct']")
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-3000:]  # a record failed: ragscale.exitcodes
     recs = [json.loads(line) for line in open(tmp_path / "out" / "records.jsonl")]
     keys = [r["ragscale"]["record_key"] for r in recs]
     assert len(recs) == 10 and len(set(keys)) == 10  # every record exactly once, the bad line included
@@ -47,6 +47,10 @@ def test_custom_scenario_on_bundled_sample(tmp_path):
     assert g["metrics"]["exact_match"] is None and g["metrics"]["fact_score"] == 0.5
     assert any("no reference answer" in w for w in g["ragscale"]["warnings"])
     summary = json.load(open(tmp_path / "out" / "summary.json"))
+    # the line that is not JSON names no model (extra.jsonl's record names its own): no model "extra"
+    assert sorted(summary["models"]) == ["atlas-7b", "breeze-3b", "gamma"] and summary["input_errors"]["records"] == 1
+    assert json.load(open(tmp_path / "out" / "run.json"))["status"] == "record_errors"
+    assert "[ragscale] warning: 1 of 10 records failed (exit code 3)" in res.stdout
     assert summary["models"]["atlas-7b"]["metrics"]["is_correct"] == 1.0
     assert summary["models"]["breeze-3b"]["metrics"]["rules_coverage"] == pytest.approx(1 / 3)
     # the fact checks' is_correct agrees perfectly with these human labels on the 6 rated records

@@ -121,7 +121,7 @@ def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     out = str(tmp_path / "out")
     res = cli(f"input={path}", f"output_dir={out}", ALGO)
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 3, res.stderr[-3000:]  # finished with failed records (ragscale.exitcodes)
     recs = records(out)
     assert len(recs) == 7
     by_line = {r["ragscale"]["source_line"]: r for r in recs}
@@ -133,7 +133,9 @@ def test_bad_input_gives_per_record_errors_and_the_run_goes_on(tmp_path):
     assert by_line[6]["error"] is None and "truncated to 512 tokens" in by_line[6]["ragscale"]["warnings"][0]
     assert by_line[7]["error"] is None and by_line[7]["Validity"] is None
     run = json.load(open(os.path.join(out, "run.json")))
-    assert run["records"]["errored"] == 4 and run["records"]["out"] == 7
+    assert run["records"]["errored"] == 4 and run["records"]["out"] == 7 and run["status"] == "record_errors"
+    # bad.jsonl's records carry no model_id: the file's stem is the model, and its unreadable line is its record
+    assert json.load(open(os.path.join(out, "summary.json")))["models"]["bad"]["errors"] == 4
     rows = {r["record_key"]: r for r in check_records_parquet(out)}  # errors and warnings in their columns
     assert sorted(r["error_stage"] for r in rows.values() if r["error_stage"]) == ["input"] * 4
     assert "truncated to 512 tokens" in rows[by_line[6]["ragscale"]["record_key"]]["warnings"][0]

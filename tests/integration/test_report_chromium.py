@@ -223,19 +223,20 @@ def test_report_renders_in_chromium(report, tmp_path):
         shutil.copy(shot, keep)
 
 
-def geometry(path: str, tmp_path) -> dict:
+def geometry(path: str, tmp_path, script: str = MEASURE) -> dict:
     """The report's geometry at 1280x800 (see MEASURE), from a copy with the measuring script."""
     html = open(path, encoding="utf-8").read()
     html, csp = re.subn(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
     assert csp == 1
     copy = tmp_path / "measured.html"
-    copy.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    copy.write_text(html.replace("</body>", script + "</body>"), encoding="utf-8")
     r = run_chromium(tmp_path, "--dump-dom", f"--window-size={WIDTH},{HEIGHT}", "--virtual-time-budget=2000",
                      "file://" + str(copy))
     assert r.returncode == 0, r.stderr[-2000:]
     found = re.search(r'<pre id="geometry">(.*?)</pre>', r.stdout, re.S)
     assert found, r.stdout[-2000:]
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
+                      .replace("&gt;", ">"))
 
 
 def test_report_fits_a_laptop_screen(report, tmp_path):
@@ -257,3 +258,93 @@ def test_report_fits_a_laptop_screen(report, tmp_path):
                                                "breakdowns", "worst", "judges", "errors", "provenance")]
     assert order == sorted(order)
     assert len(re.findall(r'<table class="means', html)) >= 4  # 28 metrics, at most 8 per table
+
+
+# ---------------------------------------------------------------- the report tells the truth (issue 32)
+
+# Added to a copy of the report: what Chromium renders of the status line, every interval of a mean shown
+# (leaderboard and distribution tables), the SVG intervals' ends with their axis, and the lowest records'
+# score badges and cards; written into the page as JSON for --dump-dom.
+PROBE = """<script>
+const st = document.querySelector('p.sub > span');
+const r = st.getBoundingClientRect();
+const link = st.querySelector('a');
+const cells = [...document.querySelectorAll('table.board td, #distributions ~ table td')].map(td => td.textContent);
+const svgs = [...document.querySelectorAll('svg[aria-label$="distribution per model"]')].map(svg => ({
+  axis: [...svg.querySelectorAll('line')].filter(l => l.getAttribute('stroke') === '#333'
+         && l.getAttribute('y1') === l.getAttribute('y2')).map(l => [+l.getAttribute('x1'), +l.getAttribute('x2')]),
+  ci: [...svg.querySelectorAll('line[stroke="#1a237e"]')].map(l => [+l.getAttribute('x1'), +l.getAttribute('x2')])}));
+const out = document.createElement('pre');
+out.id = 'geometry';
+out.textContent = JSON.stringify({
+  status: {text: st.textContent, cls: st.className, color: getComputedStyle(st).color,
+           linkColor: link ? getComputedStyle(link).color : null, href: link ? link.getAttribute('href') : null,
+           top: r.top, bottom: r.bottom, errorsTable: !!document.querySelector('#errors ~ table')},
+  cells: cells, svgs: svgs,
+  badges: [...document.querySelectorAll('.card .score')].map(b => [b.title, b.textContent]),
+  cards: [...document.querySelectorAll('.card')].map(c => c.textContent)});
+document.body.appendChild(out);
+</script>"""
+UNIT_METRICS = ["Recall", "RougeL_stemFalse", "RB_agg", "RL_F", "hhem"]
+
+
+def make_truth_run(path) -> None:
+    """Two models, three tasks, 0..1 metrics: m1 scores 0, 0, 1 (a t-interval of [-1.10, 1.77]), m2 is
+    perfect (1.0 everywhere: never a "lowest" record); two records failed; MT-RAG records, so that a card
+    shows the question, the reference and the passages."""
+    os.makedirs(path, exist_ok=True)
+    recs = []
+    for t in range(3):
+        for model, v in (("m1", [0.0, 0.0, 1.0][t]), ("m2", 1.0)):
+            recs.append({"task_id": f"t{t}", "model_id": model,
+                         "input": [{"speaker": "user", "text": f"Which gate for flight {t}?"}],
+                         "targets": [{"text": f"Reference: gate B{t}."}],
+                         "contexts": [{"text": f"Passage: flight {t} boards at gate B{t}."}],
+                         "predictions": [{"text": f"Gate A{t}."}],
+                         "metrics": {m: v if lookup(m).scalar else [v] for m in UNIT_METRICS}, "error": None,
+                         "ragscale": {"record_key": f"{model}:{t}", "warnings": [], "judge_errors": [], "details": {}}})
+    for t in (3, 4):
+        recs.append({"task_id": f"t{t}", "model_id": "m1", "metrics": {}, "error": {"stage": "input",
+                     "message": "record has no 'predictions'"}, "ragscale": {"record_key": f"m1:{t}"}})
+    with open(os.path.join(path, "records.jsonl"), "w") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in recs)
+    finalize(path, UNIT_METRICS)
+    with open(os.path.join(path, "run.json"), "w") as fh:
+        json.dump({"status": "record_errors", "records": {"in": 8, "out": 8, "errored": 2, "missing": 0}}, fh)
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory):
+    chromium()
+    run_dir = tmp_path_factory.mktemp("runs") / "truth-run"
+    make_truth_run(str(run_dir))
+    return write_report(str(run_dir))
+
+
+def test_failed_records_show_the_warning_status(truth, report, tmp_path):
+    for path, text in ((truth, "2 of 8 records failed"), (report[0], "1 of 121 records failed")):
+        st = geometry(path, tmp_path, PROBE)["status"]
+        assert st["text"] == text and st["cls"] == "warn" and st["href"] == "#errors" and st["errorsTable"]
+        assert st["color"] == st["linkColor"] == "rgb(179, 38, 30)"  # .warn's red, the link too
+        assert 0 < st["top"] < st["bottom"] < HEIGHT  # on the first screen
+
+
+def test_no_interval_outside_0_1_for_0_1_metrics(truth, tmp_path):
+    g = geometry(truth, tmp_path, PROBE)
+    shown = [tuple(map(float, m)) for c in g["cells"] for m in re.findall(r"\[(-?\d+\.\d+), (-?\d+\.\d+)\]", c)]
+    assert len(shown) >= 2 * len(UNIT_METRICS)  # each model's interval of each metric (and the leaderboard's)
+    assert all(0.0 <= lo <= hi <= 1.0 for lo, hi in shown), shown
+    assert (0.0, 1.0) in shown  # m1's 0, 0, 1: the t-interval [-1.1009, 1.7676] kept within 0..1
+    for svg in g["svgs"]:
+        (left, right), = {tuple(a) for a in svg["axis"] if a[1] - a[0] > 100}  # the value axis, 0..1
+        assert svg["ci"] and all(left <= x1 <= x2 <= right for x1, x2 in svg["ci"]), svg
+
+
+def test_no_best_value_record_among_the_lowest(truth, tmp_path):
+    g = geometry(truth, tmp_path, PROBE)
+    assert g["badges"] and not any(text.endswith(" 1.0000") for _, text in g["badges"]), g["badges"]
+    assert len(g["cards"]) == 2  # m1's two records at 0, each once with all of its low scores
+    for card in g["cards"]:
+        assert "m1" in card and "m2" not in card
+        assert all(label in card for label in ("Recall 0.0000", "RB_agg 0.0000", "HHEM 0.0000"))
+        assert "Which gate for flight" in card and "Reference: gate B" in card and "Passage: flight" in card

@@ -58,7 +58,7 @@ def trec_run(tmp_path_factory, tiny_hhem):
             "steps=[retrieval,citation,no_answer,hallucination,consistency]",
             f"hallucination.model={tiny_hhem[0]}", "consistency.min_runs=2")  # two runs of "cap" (default: 3)
     res = run_cli(*args)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-3000:]  # the broken CSV row failed: exit code 3
     return out, args, res
 
 
@@ -110,7 +110,7 @@ def test_consistency_summary_export_and_report(trec_run):
     assert "umbrela_scores" not in [m for m in summary["models"]["model-a"]["metrics"] if summary["models"]["model-a"]["metrics"][m] is not None]
     assert_parse_floors(out, ["umbrela", "citation", "no_answer"])
     run = json.load(open(out / "run.json"))
-    assert run["status"] == "ok" and run["models"]["hallucination"]["found"] is True
+    assert run["status"] == "record_errors" and run["models"]["hallucination"]["found"] is True
     assert run["judge_work"]["by_judge"]["umbrela"]["prompts"] == 5  # 2 + 2 passages, and the NO_ANSWER query's 1
     assert run["outputs"]["html_report"] == "report.html" and (out / "report.html").stat().st_size > 1000
     with open(out / run["outputs"]["open_rag_eval_csv"][0], newline="") as fh:
@@ -135,7 +135,7 @@ def test_consistency_summary_export_and_report(trec_run):
 def test_rerun_resumes_without_judge_work(trec_run):
     out, args, _ = trec_run
     res = run_cli(*args)
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 3, res.stderr[-3000:]  # the broken row is still a failed record
     assert "already_done=4" in res.stdout
     before = records(out)
     assert len(before) == 4
@@ -206,8 +206,9 @@ def test_consistency_alone(tmp_path):
     report.html are written (an empty metrics struct used to fail the Parquet writer)."""
     inp, out = write_csv(tmp_path / "in.csv"), tmp_path / "out"
     res = run_cli(f"input={inp}", f"output_dir={out}", "steps=[consistency]", "consistency.min_runs=2")
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "warning" not in res.stdout + res.stderr
+    assert res.returncode == 3, res.stderr[-2000:]  # the broken CSV row is a failed record
+    said = (res.stdout + res.stderr).replace("[ragscale] warning: 1 of 4 records failed (exit code 3)", "")
+    assert "warning" not in said
     import pyarrow.parquet as pq
 
     assert pq.read_table(out / "records.parquet").num_rows == len(records(out))

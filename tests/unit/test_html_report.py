@@ -227,7 +227,7 @@ def test_leaderboard_ranks_with_intervals_and_significance(tmp_path):
                       "ragscale": {"record_key": f"{model}-{i}"}})
     page = Tables(open(sink.finish(summary, None, str(tmp_path / "r.html")), encoding="utf-8").read())
     (board,) = page.under("summary")
-    assert board[0] == ["#", "model", "records", "errors", "hhem [95%]", "significantly better than"]
+    assert board[0] == ["#", "model", "records", "errors", "hhem [95%, unadjusted]", "significantly better than"]
     # ranking order; summary.json's mean in the catalog's decimals with the t-interval of the records' values
     # (6 values 0.1 apart: sd 0.1871, t(0.975, 5) = 2.5706, half-width 0.1963)
     assert [r[:4] for r in board[1:]] == [["1", "model-A", "30", "0"], ["2", EVIL, "30", "0"],
@@ -240,7 +240,7 @@ def test_leaderboard_ranks_with_intervals_and_significance(tmp_path):
 def test_no_significance_column_without_comparisons_of_the_ranking_metric(tmp_path):
     page = Tables(render(tmp_path, _summary({"metrics": {"Length": SIG["metrics"]["Length"]}})))
     (board,) = page.under("summary")
-    assert board[0] == ["#", "model", "records", "errors", "hhem [95%]"]
+    assert board[0] == ["#", "model", "records", "errors", "hhem [95%, unadjusted]"]
 
 
 def test_summary_missing_leaderboard_from_the_records(tmp_path):
@@ -321,7 +321,8 @@ def test_worst_records_metrics_wrap_as_a_list(tmp_path):
     sink = report.HtmlSink(str(tmp_path), WIDE)
     sink.add({"model_id": "m", "metrics": {k: 0.5 for k in WIDE}, "error": None, "ragscale": {"record_key": "r"}})
     text = open(sink.finish(None, None, str(tmp_path / "r.html")), encoding="utf-8").read()
-    card = text[text.index('<h3 id="worst-0">'):]
+    assert text.count('<div class="card"') == 1  # one record: one card, however many scores it is low on
+    card = text[text.index('<div class="card" id="low-1">'):]
     card = card[:card.index("</div>\n", card.index('<dl class="mvals">'))]
     assert '<div class="hl"><dt>Recall</dt><dd>0.5000</dd></div>' in card
     assert card.count("<dt>") == len(WIDE) and "<table" not in card[card.index("<h4>Metrics</h4>"):]

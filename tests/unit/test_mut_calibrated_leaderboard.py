@@ -33,7 +33,7 @@ def calibrated_summary():
 
 
 
-EXPECTED_MD = "# Leaderboard\n\n3 model(s), 120 records, ranked by the **calibrated** mean of **RB_agg** (higher is better): human labels (quality) correct the judge's bias by prediction-powered inference (PPI++), 90% intervals; calibration/calibration.md has every calibrated metric. Other means are the judges' (uncalibrated), leaving out records without a value.\n\n## Overall\n\n| # | model | n | errors | RB_agg calibrated | RB_agg judge | labels | RB_agg |\n|---:|---|---:|---:|---:|---:|---:|---:|\n| 1 | beta | 40 | 0 | 0.6500 [0.5500, 0.7500] | 0.5000 [0.4500, 0.5500] | 30 | 0.5000 |\n| 2 | alpha | 40 | 0 | 0.3500 [0.2000, 0.5000] | 0.8000 [0.7500, 0.8500] | 25 | 0.8000 |\n| – | gamma | 40 | 0 | 3 human labels with a judged value; at least 20 are needed (calibration.min_labels) | 0.6000 [0.5500, 0.6500] | 3 | 0.6000 |\n\n## Significance, calibrated\n\n### RB_agg\n\n- **beta > alpha**, difference 0.3000 [0.1000, 0.5000], adjusted p = 0.008\n- beta vs gamma: not distinguishable on these 3 tasks (difference –) — 3 task(s) labelled for both; at least 20 needed: the judge-based comparison stands\n\nMethod: PPI++ on the per-task paired difference. 90% confidence intervals; significance level α = 0.05; p-values adjusted for multiple comparisons (holm); every pair of models compared. The interval is not adjusted for multiple comparisons; `significant` uses the adjusted p. calibration/calibration.json has every number.\n"
+EXPECTED_MD = "# Leaderboard\n\n3 model(s), 120 records, ranked by the **calibrated** mean of **RB_agg** (higher is better): human labels (quality) correct the metric's bias by prediction-powered inference (PPI++), 90% intervals; calibration/calibration.md has every calibrated metric. Other means are uncalibrated, leaving out records without a value.\n\n## Overall\n\n| # | model | n | errors | RB_agg calibrated | RB_agg uncalibrated | labels | RB_agg |\n|---:|---|---:|---:|---:|---:|---:|---:|\n| 1 | beta | 40 | 0 | 0.6500 [0.5500, 0.7500] | 0.5000 [0.4500, 0.5500] | 30 | 0.5000 |\n| 2 | alpha | 40 | 0 | 0.3500 [0.2000, 0.5000] | 0.8000 [0.7500, 0.8500] | 25 | 0.8000 |\n| – | gamma | 40 | 0 | 3 human labels with a judged value; at least 20 are needed (calibration.min_labels) | 0.6000 [0.5500, 0.6500] | 3 | 0.6000 |\n\n## Significance, calibrated\n\n### RB_agg\n\n- **beta > alpha**, difference 0.3000 [0.1000, 0.5000], adjusted p = 0.008\n- beta vs gamma: not distinguishable on these 3 tasks (difference –) — 3 task(s) labelled for both; at least 20 needed: the judge-based comparison stands\n\nMethod: PPI++ on the per-task paired difference. 90% confidence intervals; significance level α = 0.05; p-values adjusted for multiple comparisons (holm); every pair of models compared. The interval is not adjusted for multiple comparisons; `significant` uses the adjusted p. calibration/calibration.json has every number.\n"
 
 
 def test_markdown_exactly():
@@ -47,7 +47,7 @@ def test_csv_rows_exactly():
 
 
 def test_model_lines_exactly():
-    assert lb.model_lines(calibrated_summary()) == ['  1. beta   RB_agg calibrated 0.6500 [0.5500, 0.7500]  (judge 0.5000 [0.4500, 0.5500], 30 labels)', '  2. alpha  RB_agg calibrated 0.3500 [0.2000, 0.5000]  (judge 0.8000 [0.7500, 0.8500], 25 labels)', '  -. gamma  RB_agg calibrated 3 human labels with a judged value; at least 20 are needed (calibration.min_labels)  (judge 0.6000 [0.5500, 0.6500], 3 labels)']
+    assert lb.model_lines(calibrated_summary()) == ['  1. beta   RB_agg calibrated 0.6500 [0.5500, 0.7500]  (uncalibrated 0.5000 [0.4500, 0.5500], 30 labels)', '  2. alpha  RB_agg calibrated 0.3500 [0.2000, 0.5000]  (uncalibrated 0.8000 [0.7500, 0.8500], 25 labels)', '  -. gamma  RB_agg calibrated 3 human labels with a judged value; at least 20 are needed (calibration.min_labels)  (uncalibrated 0.6000 [0.5500, 0.6500], 3 labels)']
 
 
 def test_ranking_follows_the_calibrated_means():
@@ -95,7 +95,7 @@ def test_models_without_calibration_breakdown_cells_and_both_significance_sectio
     delta = [r for r in rows if r[1] == "delta"]
     assert [r[2:4] for r in delta] == [["all", "ALL"], ["answerability", "ANSWERABLE"]]
     assert delta[0][-4:] == ["", "", "", 0] and delta[1][-4:] == ["", "", "", ""]
-    assert "  -. delta  RB_agg calibrated –  (judge –, 0 labels)" in lb.model_lines(s)
+    assert "  -. delta  RB_agg calibrated –  (uncalibrated –, 0 labels)" in lb.model_lines(s)
     s["significance"] = {"method": "paired bootstrap", "confidence": 0.95, "alpha": 0.05, "correction": "holm",
                          "design": "all-pairs", "metrics": {"RB_agg": [
                              {"a": "alpha", "b": "beta", "n": 40, "mean_a": 0.8, "mean_b": 0.5, "diff": 0.3,
