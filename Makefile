@@ -10,6 +10,9 @@
 # not part of `make test` (it runs the unit tests once per mutant).
 PY := .venv/bin/python
 ARGS ?=
+# `make run` evaluates a slice of the bundled sample: its first 3 tasks answered by its 3 models (9
+# records, about 75 s on 2 cores, most of it the local judge); `make run LIMIT=null`: all 30 records.
+LIMIT ?= 9
 PYTEST_ARGS ?=
 
 .PHONY: setup setup-test setup-vllm setup-browser run run-trec run-custom run-taxonomy run-ragas test check-wheel bench mutate clean
@@ -27,7 +30,7 @@ setup-browser:
 	@bash scripts/setup_chromium.sh
 
 run: setup
-	$(PY) -m ragscale.run +scenario=mtrag $(ARGS)
+	$(PY) -m ragscale.run +scenario=mtrag limit=$(LIMIT) $(ARGS)
 
 run-trec: setup
 	$(PY) -m ragscale.run +scenario=trec $(ARGS)

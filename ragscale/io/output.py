@@ -16,13 +16,28 @@ STATE = ".ragscale-state.json"
 DERIVED = ("records.parquet", "summary.json", "summary.csv", "run.json")
 
 
-def iter_records(path: str) -> Iterator[dict]:
-    """Yield the output records of a records.jsonl, skipping a torn last line."""
+def iter_records(path: str, columns: dict[str, str] | None = None) -> Iterator[dict]:
+    """Yield the output records of a records.jsonl, skipping a torn last line; ``columns`` (the
+    run's column_map) reads each through the user's column names (ragscale.columns ``remap``), so
+    the sinks find the question, answer, passages and reference where the readers put them."""
+    from ragscale.columns import remap
+
     with open(path, "rb") as fh:
         for line in fh:
             if not line.endswith(b"\n"):
                 return
-            yield json.loads(line)
+            rec = json.loads(line)
+            yield remap(rec, columns) if columns else rec
+
+
+def run_columns(run_dir: str) -> dict[str, str]:
+    """The column_map a finished run read its inputs with (run.json's ``config.columns``), {} if none."""
+    try:
+        with open(os.path.join(run_dir, "run.json")) as fh:
+            columns = (json.load(fh).get("config") or {}).get("columns") or {}
+    except (OSError, ValueError):
+        return {}
+    return {f: c for f, c in columns.items() if isinstance(c, str)} if isinstance(columns, dict) else {}
 
 
 def _truncate_torn_tail(path: str) -> int:

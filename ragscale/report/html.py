@@ -153,11 +153,11 @@ class _Scan:
         self.unreadable = Unreadable()  # lines that are not a JSON object: whose model they are (summary's rule)
         self.settled = False
 
-    def run(self, path: str) -> None:
+    def run(self, path: str, columns: dict[str, str] | None = None) -> None:
         from ragscale.io.output import iter_records
 
         try:
-            for rec in iter_records(path):
+            for rec in iter_records(path, columns):
                 if isinstance(rec, dict):
                     self.add(rec)
         except (OSError, ValueError) as exc:
@@ -278,7 +278,9 @@ def write_report(run_dir: str, out_path: str | None = None, *, worst_n: int = 5)
     path = check_run_dir(run_dir)
     summary = read_json(os.path.join(run_dir, "summary.json"))
     sink = HtmlSink(run_dir, [m for m in (summary or {}).get("metrics") or [] if isinstance(m, str)], worst_n)
-    sink.scan.run(path)
+    from ragscale.io.output import run_columns
+
+    sink.scan.run(path, run_columns(run_dir))
     return sink.finish(summary, read_json(os.path.join(run_dir, "run.json")), out_path)
 
 

@@ -29,6 +29,7 @@ class Outputs:
         from ragscale.report.summary import SummarySink
 
         self.cfg, self.out_dir, self.printer = cfg, out_dir, printer
+        self.columns = plan.columns  # the records are read through the user's column names, as the inputs were
         self.metrics = list(plan.metrics) + plan.panel_columns()
         self.summary = SummarySink(out_dir, self.metrics)
         self.groups = None
@@ -93,7 +94,7 @@ class Outputs:
         from ragscale.io.output import RECORDS, iter_records
 
         try:
-            for rec in iter_records(os.path.join(self.out_dir, RECORDS)):
+            for rec in iter_records(os.path.join(self.out_dir, RECORDS), self.columns):
                 self.summary.add(rec)
                 if self.groups is not None:
                     self.groups.add(rec)

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
-from ragscale.record import answer_of, answerability_of, is_unreadable
+from ragscale.record import answer_of, answerability_of, inputs_of, is_unreadable
 
 ALL = "ALL"
 UNKNOWN = "UNKNOWN"  # the answerability class of a record without one
@@ -149,6 +149,9 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
             ("task_id", pa.string()),
             ("conversation_id", pa.string()),
             ("turn", pa.string()),
+            ("question", pa.string()),  # the inputs as the readers read them (ragscale.record.inputs_of)
+            ("contexts", pa.list_(pa.string())),
+            ("reference", pa.list_(pa.string())),
             ("answerability", pa.string()),
             ("prediction", pa.string()),
             # Parquet has no empty struct: a run without per-record metrics (steps=[consistency]) has no column
@@ -169,7 +172,11 @@ def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
     pred = answer_of(rec)
     err = rec.get("error") or {}
     m = rec.get("metrics") or {}
+    read = inputs_of(rec)
     return {
+        "question": read["question"],
+        "contexts": read["contexts"],
+        "reference": read["reference"],
         "record_key": rec["ragscale"]["record_key"],
         "model_id": rec.get("model_id"),
         "task_id": None if rec.get("task_id") is None else str(rec.get("task_id")),

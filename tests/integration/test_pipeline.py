@@ -218,18 +218,20 @@ def test_parquet_input_with_model_id_field(tmp_path):
     assert all(set(r["metrics"]) == {"Recall", "RougeL_stemFalse", "Length"} for r in recs)
 
 
-def test_task_input_without_predictions_is_all_per_record_errors(tmp_path):
-    """MT-RAG's task-B *input* file has no predictions or targets: every record is reported, none dropped."""
+def test_task_input_without_predictions_is_refused_before_ray(tmp_path):
+    """MT-RAG's task-B *input* file holds the tasks, not a model's answers: no record has an answer, so
+    the run is refused in one line (exit 2) that names the file's columns, before any work."""
     from conftest import shared_file
 
     path = shared_file("taskb_input.jsonl")
     out = str(tmp_path / "o")
     res = cli(f"input={path}", f"output_dir={out}", ALGO, "metrics.algorithmic=[Recall,RougeL_stemFalse]")
-    assert res.returncode == 0, res.stderr[-3000:]
-    recs = records(out)
-    assert len(recs) == 10
-    assert all(r["error"]["stage"] == "input" and "predictions" in r["error"]["message"] for r in recs)
-    assert json.load(open(os.path.join(out, "summary.json")))["models"]["taskb_input"]["errors"] == 10
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-3000:]
+    assert res.stderr.strip().splitlines() == [
+        f"python -m ragscale.run: error: {path}: no record has an answer (10 checked); its columns: conversation_id, "
+        "task_id, task_type, turn, Collection, dataset, contexts, input; name its column with "
+        "column_map={'answer': NAME} in Python, columns.answer=NAME on the command line"]
+    assert not os.path.exists(os.path.join(out, "records.jsonl"))
 
 
 @pytest.mark.own_ray  # execute() in the test process

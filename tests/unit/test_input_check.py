@@ -32,9 +32,9 @@ def test_no_answer_anywhere_is_refused_with_the_mapping_that_reads_it(tmp_path):
     p = _jsonl(tmp_path / "own.jsonl", OWN)
     msg = _refusal(resolve_inputs(p), ["exact_match"])
     assert msg == (f"{p}: no record has an answer (3 checked); its columns: query, generated, gold, docs; name your "
-                   "columns with column_map={'question': 'query', 'answer': 'generated', 'contexts': 'docs', "
-                   "'reference': 'gold'} in Python, columns.question=query columns.answer=generated "
-                   "columns.contexts=docs columns.reference=gold on the command line")
+                   "columns with column_map={'answer': 'generated', 'contexts': 'docs', 'reference': 'gold'} in "
+                   "Python, columns.answer=generated columns.contexts=docs columns.reference=gold on the command line")
+    # (the question is read already: `query` is open-rag-eval's name for it)
 
 
 def test_the_mapping_makes_it_pass(tmp_path):
@@ -66,7 +66,7 @@ def test_a_table_csv_is_checked_like_jsonl(tmp_path):
     p.write_text("query,generated,gold\nq1,a1,r1\n")
     (f,) = resolve_inputs(str(p))
     assert f.fmt == "table"
-    assert "column_map={'question': 'query', 'answer': 'generated', 'reference': 'gold'}" in _refusal([f], ["exact_match"])
+    assert "column_map={'answer': 'generated', 'reference': 'gold'}" in _refusal([f], ["exact_match"])
     check_fields(resolve_inputs(str(p), {"answer": "generated", "reference": "gold"}), field_needs(["exact_match"]))
 
 
@@ -77,3 +77,13 @@ def test_empty_files_and_unreadable_lines_are_left_to_the_run(tmp_path):
     p = tmp_path / "broken.jsonl"
     p.write_text('not json\n{"response": "a", "reference": "r"}\n')
     check_fields(resolve_inputs(str(p)), field_needs(["exact_match"]))
+
+
+def test_a_field_one_file_of_several_lacks_is_left_to_its_records(tmp_path):
+    """A sweep file without references beside one with them: its records get null reference-based
+    metrics with the reason, the run goes on; a file without a single answer is refused."""
+    a = _jsonl(tmp_path / "a.jsonl", [{"response": "a", "reference": "r"}])
+    b = _jsonl(tmp_path / "b.jsonl", [{"response": "b"}])
+    check_fields(resolve_inputs([a, b]), field_needs(["exact_match"]))
+    c = _jsonl(tmp_path / "c.jsonl", OWN)
+    assert _refusal(resolve_inputs([a, c]), ["exact_match"]).startswith(f"{c}: no record has an answer")

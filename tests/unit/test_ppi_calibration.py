@@ -284,7 +284,7 @@ def test_a_failing_calibration_is_a_warning_at_the_end_of_a_run(tmp_path):
     cfg = SimpleNamespace(calibration=settings(human=human, pairs=["faithfulness=RL_F"]),
                           significance=SignificanceConf(), trec=SimpleNamespace(export_csv=False),
                           agreement=SimpleNamespace(human=None), html_report=False)
-    plan = SimpleNamespace(metrics=["RL_F"], panel_columns=lambda: [], steps=["ragas"])
+    plan = SimpleNamespace(metrics=["RL_F"], panel_columns=lambda: [], steps=["ragas"], columns={})
     out = Outputs(cfg, plan, str(run), printed.append)
     out.read()
     summary = out.finish_summary()
