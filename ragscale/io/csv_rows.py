@@ -84,3 +84,16 @@ def open_csv(path: str, what: str = "CSV"):
         return open(path, "rb")
     except OSError as e:
         raise UserError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
+
+
+def header_names(path: str, first: int, fields: list[str] | None, error: str | None, what: str = "") -> list[str]:
+    """The column names of a header row (``csv_rows``' first row), stripped; a one-line UserError
+    when the row is unreadable or names a column twice (``what`` prefixes the reason)."""
+    if error is not None:
+        raise UserError(f"{path}: line {first}: the header row{' of the ' + what if what else ''} is unreadable ({error})")
+    names = [f.strip() for f in fields or []]
+    dup = sorted({n for n in names if n and names.count(n) > 1})
+    if dup:
+        raise UserError(f"{path}: {'not an ' + what + ': ' if what else ''}column(s) {', '.join(dup)} appear twice "
+                        "in the header")
+    return names

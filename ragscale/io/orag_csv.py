@@ -19,7 +19,7 @@ import re
 from typing import Iterator
 
 from ragscale.errors import UserError
-from ragscale.io.csv_rows import csv_rows, open_csv
+from ragscale.io.csv_rows import csv_rows, header_names, open_csv
 
 FORMAT = "open-rag-eval-csv"
 REQUIRED = ("query", "passage_id", "passage", "generated_answer")
@@ -42,12 +42,7 @@ def _short(text: str, n: int = 50) -> str:
 def _header(path: str, rows) -> tuple[dict[str, int], int]:
     """Validate the header row; return (column name -> index, number of header fields)."""
     for first, _last, fields, error, raw in rows:
-        if error is not None:
-            raise UserError(f"{path}: line {first}: the header row of the open-rag-eval CSV is unreadable ({error})")
-        names = [f.strip() for f in fields]
-        dup = sorted({n for n in names if n and names.count(n) > 1})
-        if dup:
-            raise UserError(f"{path}: not an open-rag-eval CSV: column(s) {', '.join(dup)} appear twice in the header")
+        names = header_names(path, first, fields, error, "open-rag-eval CSV")
         missing = [c for c in REQUIRED if c not in names]
         if missing:
             hint = ""

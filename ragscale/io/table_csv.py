@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ragscale.errors import UserError
-from ragscale.io.csv_rows import csv_rows, open_csv
+from ragscale.io.csv_rows import csv_rows, header_names, open_csv
 from ragscale.record import TABLE_FORMAT as FORMAT  # a record that stands for a row that could not be read
 
 
@@ -31,15 +31,7 @@ def header(path: str) -> list[str]:
     """The column names of a table CSV; a one-line UserError when it has no usable header."""
     with open_csv(path) as fh:
         for first, _last, fields, error, _raw in csv_rows(fh):
-            if error is not None:
-                raise UserError(f"{path}: line {first}: the header row is unreadable ({error})")
-            names = [f.strip() for f in fields]
-            dup = sorted({n for n in names if n and names.count(n) > 1})
-            if dup:
-                raise UserError(f"{path}: column(s) {', '.join(dup)} appear twice in the header")
-            if not any(names):
-                raise UserError(f"{path}: the header row names no column")
-            return names
+            return header_names(path, first, fields, error)  # (a row of empty cells is skipped as blank)
     raise UserError(f"{path}: the CSV is empty (no header row)")
 
 

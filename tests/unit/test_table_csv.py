@@ -1,0 +1,56 @@
+"""A CSV of one record per row (ragscale.io.table_csv): what DataFrame.to_csv and spreadsheets
+write. Cells stay text, empty cells are null, a row that cannot be read is a record of its own
+whose input_error names its lines, and the header is checked in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragscale.errors import UserError
+from ragscale.io.table_csv import header, is_orag_header, read_rows
+from ragscale.record import read_record
+
+
+def _csv(tmp_path, text: str, name: str = "t.csv") -> str:
+    p = tmp_path / name
+    p.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return str(p)
+
+
+def test_rows_are_records_of_text_cells(tmp_path):
+    p = _csv(tmp_path, '\ufeffqid,question,answer,contexts\n007,"Q, one?",A,"[\'p1\', \'p2\']"\n8,Q2,,\n')
+    assert header(p) == ["qid", "question", "answer", "contexts"]
+    assert list(read_rows(p)) == [
+        {"qid": "007", "question": "Q, one?", "answer": "A", "contexts": "['p1', 'p2']"},
+        {"qid": "8", "question": "Q2", "answer": None, "contexts": None},
+    ]
+    assert list(read_rows(p, limit=1)) == [{"qid": "007", "question": "Q, one?", "answer": "A", "contexts": "['p1', 'p2']"}]
+
+
+def test_a_row_that_cannot_be_read_is_a_record_with_its_lines(tmp_path):
+    p = _csv(tmp_path, 'a,b\n1,2,3\n"unterminated,4\n')
+    rows = list(read_rows(p))
+    assert rows[0]["input_error"] == f"{p}: line 2: 3 fields, the header has 2"
+    assert rows[1]["input_error"].startswith(f"{p}: line") and "malformed CSV row" in rows[1]["input_error"]
+    rec = read_record(json.dumps(rows[0]), key="k", model_id="m", task_id=None, source_file=p, source_line=1,
+                      need_targets=False)
+    assert json.loads(rec.error) == {"stage": "input", "message": rows[0]["input_error"]}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "the CSV is empty (no header row)"),
+    ("a,a\n1,2\n", "column(s) a appear twice in the header"),
+    (",\n", "the CSV is empty (no header row)"),  # a row of empty cells is skipped, as a blank line
+])
+def test_header_errors_are_one_line(tmp_path, text, message):
+    p = _csv(tmp_path, text)
+    with pytest.raises(UserError) as e:
+        header(p)
+    assert str(e.value) == f"{p}: {message}"
+
+
+def test_open_rag_evals_header_is_told_apart(tmp_path):
+    assert is_orag_header(_csv(tmp_path, "query_id,query,query_run,passage_id,passage,generated_answer\n", "o.csv"))
+    assert not is_orag_header(_csv(tmp_path, "question,answer\nq,a\n", "t.csv"))
