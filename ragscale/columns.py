@@ -128,3 +128,14 @@ def guess(found: Any, field: str) -> str | None:
     """The column among ``found`` that most likely holds ``field`` (its SYNONYMS, in order), or None."""
     names = {str(c).casefold(): str(c) for c in found}
     return next((names[s] for s in SYNONYMS[field] if s in names), None)
+
+
+def no_answer(obj: dict) -> str:
+    """The message of a record in which no field holds the answer: the names ragscale reads,
+    the record's own fields, and the mapping that would read it (``columns.answer=generated``)."""
+    fields = ", ".join(list(map(str, obj))[:12]) + (", ..." if len(obj) > 12 else "")
+    hint = guess(obj, "answer")
+    how = f"columns.answer={hint} (column_map={{'answer': {hint!r}}} in Python)" if hint else \
+        "columns.answer=NAME (column_map={'answer': NAME} in Python)"
+    return (f"no answer: the record has none of response, answer (ragas), predictions (MT-RAG), generated_answer "
+            f"(open-rag-eval); its fields: {fields or 'none'}; name the answer's column with {how}")

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from ragscale.columns import RAGAS_ANSWER, RAGAS_CONTEXTS, RAGAS_QUESTION, RAGAS_REFERENCE, guess, remap
+from ragscale.columns import RAGAS_ANSWER, RAGAS_CONTEXTS, RAGAS_QUESTION, RAGAS_REFERENCE, no_answer, remap
 from ragscale.errors import RecordError
 
 TURN = pa.struct([("speaker", pa.string()), ("text", pa.string())])
@@ -190,17 +190,6 @@ def is_ragas_layout(obj: dict) -> bool:
     """A RAGAS-style record: ``user_input``/``response`` (ragas' SingleTurnSample) or the legacy
     ``question``/``answer``, and no MT-RAG ``predictions``."""
     return "predictions" not in obj and any(k in obj for k in RAGAS_ANSWER)
-
-
-def no_answer(obj: dict) -> str:
-    """The message of a record in which no field holds the answer: the names ragscale reads,
-    the record's own fields, and the mapping that would read it (``columns.answer=generated``)."""
-    fields = ", ".join(list(map(str, obj))[:12]) + (", ..." if len(obj) > 12 else "")
-    hint = guess(obj, "answer")
-    how = f"columns.answer={hint} (column_map={{'answer': {hint!r}}} in Python)" if hint else \
-        "columns.answer=NAME (column_map={'answer': NAME} in Python)"
-    return (f"no answer: the record has none of response, answer (ragas), predictions (MT-RAG), generated_answer "
-            f"(open-rag-eval); its fields: {fields or 'none'}; name the answer's column with {how}")
 
 
 def _first_key(obj: dict, keys: tuple[str, ...]) -> str | None:

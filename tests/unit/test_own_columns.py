@@ -97,3 +97,12 @@ def test_inputs_of_reads_every_layout_once():
              "contexts": [{"text": "c"}]}
     assert inputs_of(mtrag) == {"question": "q", "answer": "a", "contexts": ["c"], "reference": ["r"]}
     assert inputs_of("not a record") == {"question": None, "answer": None, "contexts": None, "reference": None}
+
+
+def test_a_record_in_no_known_layout_is_told_which_column_to_map():
+    rec = _read({"query": "q", "generated": "a"})
+    assert json.loads(rec.error)["message"] == (
+        "no answer: the record has none of response, answer (ragas), predictions (MT-RAG), generated_answer "
+        "(open-rag-eval); its fields: query, generated; name the answer's column with columns.answer=generated "
+        "(column_map={'answer': 'generated'} in Python)")
+    assert json.loads(_read({"user_input": "q", "response": None}).error)["message"] == "no response"
