@@ -75,6 +75,7 @@ def test_own_columns_without_a_map_are_refused_before_ray(tmp_path):
     assert not out.exists() or os.listdir(out) == [".hydra"]  # no work: only Hydra's record of the command line
 
 
+@pytest.mark.own_ray  # ragscale.evaluate in the test process (tests/conftest.py)
 def test_a_dataframe_with_own_columns_in_python(tmp_path):
     import ragscale
 
