@@ -253,6 +253,12 @@ assert sorted(out["model_id"]) == ["m1", "m1", "m2", "m2"] and set(out["task_id"
 assert out.loc[out.model_id == "m1", "exact_match"].tolist() == [1.0, 1.0], out[["model_id", "exact_match"]]
 assert out["question"].tolist() == df["query"].tolist() and out["reference"].tolist() == df["gold"].tolist()
 assert out["contexts"].tolist() == df["docs"].tolist()
+if judge_url:  # the judge answered every record: RL_F is a score, or null because the judge found no statement
+    import json
+    for line in open(run.file("records.jsonl")):
+        rec = json.loads(line)
+        errs = rec["ragscale"]["judge_errors"]
+        assert rec["metrics"]["RL_F"] is not None or any(e.get("undefined") for e in errs), errs
 catalog = ragscale.metrics()
 assert "faithfulness" in catalog.set_index("name").loc["RL_F", "aliases"], catalog.head()
 print(f"[wheel] c. ok: {len(out)} rows with {', '.join(out.columns[:10])}, ...; "
