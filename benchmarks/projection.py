@@ -135,6 +135,9 @@ def main() -> None:
     for n, path in enumerate(args.prompts):
         with open(path) as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
+        if not rows:  # e.g. every prompt was in the judge cache: `ragscale prompts ... judge.cache_path=null`
+            ap.error(f"{path} holds no prompt (were they all in the judge cache? write them with "
+                     "`ragscale prompts ... judge.cache_path=null`)")
         sample = args.sample_records[n] if args.sample_records else len({r["record"]["key"] for r in rows})
         per_judge = measure(rows, args.block)
         result["scenarios"][os.path.basename(path)] = {

@@ -40,7 +40,7 @@ MAIN_KEYS = (
     ("+scenario=NAME", "what to compute (the scenarios above); optional with metrics=[...]"),
     ("input=PATH", "your data: a file, a glob, a directory or [a,b] (default: the scenario's sample)"),
     ("output_dir=DIR", "where the run writes (default outputs/<scenario>/<time>); the same DIR resumes"),
-    ("limit=N", "the first N records of each input only"),
+    ("limit=N", "the first N records of the run (all inputs, whole tasks first: every model's answer to a task)"),
     ("metrics=[a,b]", "metrics by name or alias (ragscale metrics lists them)"),
     ("columns.<field>=NAME", "your column for a field (or input.columns.<field>=NAME), a field one of\n{fields}"),
     ("judge=NAME", "the judge engine (above); judge.model=PATH_OR_ID its model"),

@@ -20,6 +20,8 @@ from ragscale.io.inputs import InputFile
 SAMPLE = 1000  # records read per file
 WHAT = {"answer": "an answer", "question": "a question", "contexts": "retrieved passages",
         "reference": "a reference answer"}
+IDS = ("model_id", "task_id")  # suggested too when a file is read with the wrong names: a model column left
+# unmapped would merge every model of the file into one
 
 
 def sample(f: InputFile, n: int = SAMPLE) -> Iterator[Any]:
@@ -51,13 +53,15 @@ def sample(f: InputFile, n: int = SAMPLE) -> Iterator[Any]:
 
 
 def present(obj: Any, columns: dict[str, str]) -> set[str]:
-    """The fields (answer, question, contexts, reference) a record holds, read as the pipeline reads it."""
+    """The fields (answer, question, contexts, reference, model_id, task_id) a record holds, read as the
+    pipeline reads it."""
     from ragscale.record import extract_fields, query_of
 
     if not isinstance(obj, dict) or obj.get("input_error"):
         return set()
     view = remap(obj, columns)
     out = {"question"} if query_of(view).strip() else set()
+    out |= {k for k in IDS if view.get(k) is not None}
     try:
         fields = extract_fields(view, need_targets=False)
     except RecordError:
@@ -82,7 +86,7 @@ def _columns(records: Iterable[Any]) -> list[str]:
 def suggestion(found: Sequence[str], missing: Sequence[str], columns: dict[str, str]) -> str:
     """``column_map={...} in Python, columns.<field>=<name> on the command line`` for the ``missing``
     fields that ``found`` columns likely hold (ragscale.columns SYNONYMS), or how to name the first."""
-    guesses = {f: guess(found, f) for f in ("question", "answer", "contexts", "reference") if f in missing}
+    guesses = {f: guess(found, f) for f in (*IDS, "question", "answer", "contexts", "reference") if f in missing}
     guesses = {f: g for f, g in guesses.items() if g is not None and g not in columns.values()}
     if missing[0] not in guesses:
         field = missing[0]
@@ -108,7 +112,7 @@ def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]]) -> Non
         for obj in records:
             mine |= present(obj, f.column_map)
         if "answer" not in mine:  # read with the wrong names: suggest every field it does not yield
-            _refuse(f, records, ["answer", *(n for n in WHAT if n not in mine and n != "answer")], [])
+            _refuse(f, records, ["answer", *(n for n in (*IDS, *WHAT) if n not in mine and n != "answer")], [])
         held |= mine
     missing = [field for field in needs if field not in held]
     if missing and first is not None:

@@ -70,8 +70,10 @@ def test_own_columns_without_a_map_are_refused_before_ray(tmp_path):
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert res.stderr.startswith(f"ragscale run: error: {src}: no record has an answer (4 checked); its columns: "
                                  "system, qid, query, generated, gold, docs;")
-    assert "column_map={'answer': 'generated', 'contexts': 'docs', 'reference': 'gold'}" in res.stderr
-    assert "columns.answer=generated columns.contexts=docs columns.reference=gold on the command line" in res.stderr
+    assert ("column_map={'model_id': 'system', 'task_id': 'qid', 'answer': 'generated', 'contexts': 'docs', "
+            "'reference': 'gold'}") in res.stderr
+    assert ("columns.model_id=system columns.task_id=qid columns.answer=generated columns.contexts=docs "
+            "columns.reference=gold on the command line") in res.stderr
     assert not out.exists() or os.listdir(out) == [".hydra"]  # no work: only Hydra's record of the command line
 
 

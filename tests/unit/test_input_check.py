@@ -87,3 +87,11 @@ def test_a_field_one_file_of_several_lacks_is_left_to_its_records(tmp_path):
     check_fields(resolve_inputs([a, b]), field_needs(["exact_match"]))
     c = _jsonl(tmp_path / "c.jsonl", OWN)
     assert _refusal(resolve_inputs([a, c]), ["exact_match"]).startswith(f"{c}: no record has an answer")
+
+
+def test_the_suggestion_names_the_model_and_task_columns_too(tmp_path):
+    """Mapping only the answer of a file with a `model` column would merge its models into one."""
+    p = _jsonl(tmp_path / "own.jsonl", [{"question_id": "q1", "model": "m1", "query": "q", "generated": "a"}])
+    msg = _refusal(resolve_inputs(p), ["exact_match"])
+    assert "column_map={'model_id': 'model', 'task_id': 'question_id', 'answer': 'generated'}" in msg, msg
+    assert "columns.model_id=model columns.task_id=question_id columns.answer=generated on the command line" in msg
