@@ -214,16 +214,18 @@ def orag_namespace(path: str) -> dict:
     return ns
 
 
-def run_on_records(tmp_path, scenario: str, records: list[dict], *overrides: str, timeout: int = 900) -> list[dict]:
+def run_on_records(tmp_path, scenario: str, records: list[dict], *overrides: str, timeout: int = 900,
+                   code: int = 0) -> list[dict]:
     """Write ``records`` as JSONL, run ``python -m ragscale.run +scenario=<scenario>`` on them
-    (judge cache in tmp_path) and return the output records; a failed run fails the test."""
+    (judge cache in tmp_path) and return the output records; a run that does not exit with
+    ``code`` (ragscale.exitcodes: 0 every record scored, 3 some failed) fails the test."""
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ragscale.run", f"+scenario={scenario}", f"input={inp}", f"output_dir={out}",
            f"judge.cache_path={tmp_path / 'cache.sqlite'}", *overrides]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert res.returncode == code, res.stdout[-2000:] + res.stderr[-3000:]
     return [json.loads(line) for line in open(out / "records.jsonl")]
 
 

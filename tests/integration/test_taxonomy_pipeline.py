@@ -28,7 +28,7 @@ def test_taxonomy_scenario(tmp_path):
     bad = {**keep[0], "task_id": "lib-bad", "labels": {"helpful": "very"}}
     assert keep[0]["model_id"] == "quill-2b" and len(keep) == 3 and "labels" not in keep[1]
     keep[1] = {**keep[1], "labels": {"source_cited": 1, "fabricated_source": 0}}  # a partial answer family
-    got = run_on_records(tmp_path, "taxonomy", [*keep, bad], "taxonomy.k=1")
+    got = run_on_records(tmp_path, "taxonomy", [*keep, bad], "taxonomy.k=1", code=3)  # the bad label: 1 record failed
     out = tmp_path / "out"
     keys = [r["ragscale"]["record_key"] for r in got]
     assert len(got) == 4 and len(set(keys)) == 4  # every record exactly once
