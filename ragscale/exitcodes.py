@@ -13,6 +13,7 @@ FAILED = 1  # the run stopped before it finished (a crash, an interrupt, records
 USAGE = 2  # a bad command line, config or input, refused before any work
 RECORD_ERRORS = 3  # the run finished, but some records failed (each with its error in records.jsonl)
 NOTHING_SCORED = 4  # the run finished with no scored record: the input held none, or every record failed
+INCOMPLETE = 5  # every record was scored, but an output (an export, the report, agreement...) failed wholly or partly
 
 MEANING = {
     OK: "every record was scored",
@@ -20,11 +21,13 @@ MEANING = {
     USAGE: "bad command line, config or input; nothing was run",
     RECORD_ERRORS: "the run finished, but some records failed",
     NOTHING_SCORED: "the run finished, but no record was scored (empty input, or every record failed)",
+    INCOMPLETE: "the records were scored, but an output was not written (wholly or partly)",
 }
 # run.json's ``status`` of a run that ended with each code (a refused run writes no run.json)
-STATUS = {OK: "ok", FAILED: "failed", RECORD_ERRORS: "record_errors", NOTHING_SCORED: "nothing_scored"}
+STATUS = {OK: "ok", FAILED: "failed", RECORD_ERRORS: "record_errors", NOTHING_SCORED: "nothing_scored",
+          INCOMPLETE: "outputs_incomplete"}
 # the worst first: what a sweep (``-m``) exits with when its jobs ended differently
-SEVERITY = (USAGE, FAILED, NOTHING_SCORED, RECORD_ERRORS, OK)
+SEVERITY = (USAGE, FAILED, NOTHING_SCORED, INCOMPLETE, RECORD_ERRORS, OK)
 
 
 def finished(records_in: int, errored: int) -> int:
@@ -44,7 +47,7 @@ def of_run(failure: str | None, records: dict) -> int:
 
 def worst(codes: Iterable[int]) -> int:
     """The most severe of several jobs' codes (SEVERITY order: USAGE > FAILED > NOTHING_SCORED >
-    RECORD_ERRORS > OK); a code outside the table counts as FAILED; OK for no job."""
+    INCOMPLETE > RECORD_ERRORS > OK); a code outside the table counts as FAILED; OK for no job."""
     rank = {code: i for i, code in enumerate(SEVERITY)}
     return min((c if c in rank else FAILED for c in codes), key=lambda c: rank[c], default=OK)
 
