@@ -153,15 +153,12 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
     from ragscale.columns import mapped
     from ragscale.exitcodes import FAILED, OK, outcome
     from ragscale.io.frames import is_in_memory, write_jsonl
-    from ragscale.overrides import explain, secret_override
+    from ragscale.overrides import explain
     from ragscale.plan import compose
     from ragscale.runner import execute
+    from ragscale.secrets import check_config, refuse_secrets
 
-    for o in overrides:
-        key = secret_override(o)
-        if key is not None:
-            raise UserError(f"refusing override {key}: its value is or looks like a secret (not shown); "
-                            "secrets are read from environment variables only")
+    refuse_secrets(overrides, where="in overrides")
     names = [metrics] if isinstance(metrics, str) else list(metrics or [])
     columns = mapped(column_map)
     judge_name, judge_settings = _judge(judge)
@@ -185,9 +182,12 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
                 cfg.judge.options.update(dict(value))
             else:
                 (cfg.judge if key in cfg.judge else cfg.judge.options)[key] = value
-        if data is not None:
-            cfg.input = write_jsonl(data, os.path.join(out_dir, "inputs")) if is_in_memory(data) else (
-                [os.fspath(d) for d in data] if isinstance(data, (list, tuple)) else os.fspath(data))
+        if data is not None and not is_in_memory(data):
+            cfg.input = [os.fspath(d) for d in data] if isinstance(data, (list, tuple)) else os.fspath(data)
+    check_config(cfg)  # judge settings, column_map, paths: refused before anything is written (ragscale.secrets)
+    if data is not None and is_in_memory(data):
+        with open_dict(cfg):
+            cfg.input = write_jsonl(data, os.path.join(out_dir, "inputs"))
     code = execute(cfg, printer)
     run = Run(out_dir)
     if code == FAILED:
@@ -202,7 +202,8 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
 
 def _judge(judge: str | Mapping[str, Any] | None) -> tuple[str | None, dict]:
     """(judge config name, settings) of ``evaluate``'s ``judge``: a name, or a mapping whose
-    ``name`` picks the config and whose other keys are its settings; secrets are refused."""
+    ``name`` picks the config and whose other keys are its settings (checked for secrets with the
+    whole config, ``ragscale.secrets.check_config``)."""
     if judge is None:
         return None, {}
     if isinstance(judge, str):
@@ -210,12 +211,6 @@ def _judge(judge: str | Mapping[str, Any] | None) -> tuple[str | None, dict]:
     if not isinstance(judge, Mapping):
         raise UserError(f"judge must be a judge config name (local, openai, vllm) or a dict of its settings, "
                         f"got {type(judge).__name__}")
-    from ragscale.config import secret_paths
-
     settings = dict(judge)
-    leaked = secret_paths(settings)
-    if leaked:
-        raise UserError(f"refusing judge setting(s) {', '.join(leaked)}: a value is or looks like a secret (not "
-                        "shown); API keys are read from environment variables only (api_key_env names the variable)")
     name = settings.pop("name", None)
     return (None if name is None else str(name)), settings

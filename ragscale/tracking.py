@@ -253,7 +253,7 @@ def track(conf: Any, out_dir: str, run_info: dict, summary: dict,
     try:
         _, run_id = log_run(conf, out_dir, run_info, summary)
     except Exception as e:  # noqa: BLE001 - tracking never costs the run its outputs
-        from ragscale.config import redact_secret_shapes
+        from ragscale.secrets import redact_secret_shapes
 
         text = str(e).strip().splitlines()[0] if str(e).strip() else ""
         password = urlsplit(resolve_uri(conf.uri)).password if "://" in resolve_uri(conf.uri) else None

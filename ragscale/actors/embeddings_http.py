@@ -43,7 +43,7 @@ import numpy as np
 from ragscale.actors.engines import Generation
 from ragscale.actors.engines.openai_compat import OPENAI_URL, _host, _is_azure, _needs_key
 from ragscale.actors.engines.openai_http import BadResponse, RetryingHTTP, run_sync
-from ragscale.config import looks_like_env_name, secret_paths
+from ragscale.secrets import looks_like_env_name, secret_paths
 from ragscale.errors import UserError, did_you_mean
 
 SOURCES = ("encoder", "openai")  # relevancy.embeddings

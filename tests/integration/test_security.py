@@ -270,7 +270,7 @@ def test_redact_every_form_of_the_key_and_any_credential():
 
 
 def test_secret_shapes_and_variable_names():
-    from ragscale.config import looks_like_env_name, looks_like_secret, secret_paths
+    from ragscale.secrets import looks_like_env_name, looks_like_secret, secret_paths
 
     for v in (KEY, "hf_" + "a1" * 12, "ghp_" + "b2" * 12, "AKIA" + "ABCDEFGHIJKLMNOP", "Bearer " + SECRET):
         assert looks_like_secret(v) and not looks_like_env_name(v), v

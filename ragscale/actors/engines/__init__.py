@@ -89,7 +89,7 @@ def safe_messages(messages: Any) -> list[dict]:
 def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
     """Validate a judge config (conf/judge/*.yaml) and return the engine's constructor kwargs
     (with an ``engine`` key); every problem is a one-line UserError."""
-    from ragscale.config import secret_paths
+    from ragscale.secrets import secret_paths
 
     leaked = secret_paths({k: v for k, v in conf.items() if k != "name"})
     if leaked:

@@ -62,7 +62,7 @@ from urllib.parse import urlparse
 from ragscale.actors.engines import Generation, safe_messages
 from ragscale.actors.engines.openai_http import BadResponse, RetryingHTTP, new_stats, redact, run_sync
 from ragscale.actors.engines.openai_http import secret_variants  # noqa: F401 - imported from here by callers
-from ragscale.config import looks_like_env_name, looks_like_secret
+from ragscale.secrets import credential_name, looks_like_env_name, looks_like_secret
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 
@@ -87,7 +87,6 @@ OPTIONS = {
 }
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object_schema", "json_object", "none")
 _OPENAI_MODEL = re.compile(r"^(gpt-|chatgpt-|o\d|ft:gpt-|ft:o\d)", re.I)
-_SECRET_HEADER = re.compile(r"(authorization|api[-_]?key|secret|token|password|cookie)", re.I)
 # JSON-schema keywords OpenAI's strict mode rejects (the rest of the judges' schemas is allowed)
 _STRICT_DROP = ("minLength", "maxLength")
 
@@ -169,7 +168,7 @@ def _extras(kw: Mapping[str, Any]) -> dict:
             raise UserError(f"judge.options.{name} must be a mapping, got {type(kw[name]).__name__}")
         out[name] = dict(kw[name] or {})
     for h, v in out["extra_headers"].items():
-        if _SECRET_HEADER.search(str(h)):
+        if credential_name(h):
             raise UserError(
                 f"judge.options.extra_headers must not carry secrets ({h!r}): the key comes only from the "
                 f"environment variable named by judge.options.api_key_env"

@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import random
-import re
 import threading
 import time
 from concurrent.futures import Future
@@ -29,13 +28,11 @@ from typing import Any, Callable, Coroutine, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from ragscale.actors.engines import Generation
-from ragscale.config import redact_secret_shapes
+from ragscale.secrets import redact_secret_shapes
 from ragscale.judges.base import JudgePrompt
 
 log = logging.getLogger("ragscale.judge")
 RETRY_STATUS = {408, 409, 429}
-# a credential after an HTTP auth scheme: 8+ token characters with a digit ("Basic auth failed" stays)
-_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{8,}")
 
 
 def new_stats() -> dict[str, Any]:
@@ -90,8 +87,7 @@ def redact(text: str, secrets: Iterable[str] = (), shapes: bool = True) -> str:
                 text = text.replace(form, "***")
     if not shapes:
         return text
-    text = _CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + "***", text)
-    return redact_secret_shapes(text)
+    return redact_secret_shapes(text)  # a Bearer/Basic credential keeps its scheme: "Bearer ***"
 
 
 class Retryable(Exception):
