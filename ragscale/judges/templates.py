@@ -12,14 +12,15 @@ Two kinds of delimiters, two helpers:
   ``[Response]``, ``[Output]`` and RADBench's ``[The End of Assistant's Answer]``;
   open-rag-eval's ``Query:``, ``Passage:``, ``Your Response:`` lines; the underspecified
   judge's Markdown headings): ``neutralize(text, template)`` escapes, inside the untrusted text
-  only, what would read as one of that template's markers, with a backslash after the first
-  character of a bracketed marker (``[Output]`` -> ``[\\Output]``) or before a line-start one
-  (``Passage:`` -> ``\\Passage:``).
+  only, the exact markers of that template (``MARKERS``: case-sensitive, spelled and spaced as
+  the template writes them), with a backslash after the first character of an inline marker
+  (``[Output]`` -> ``[\\Output]``) or before a line's one (``Passage:`` -> ``\\Passage:``).
 
-Both leave ordinary text unchanged, byte for byte: the rendered prompts of real inputs, their
-cache keys and their equality with the reference prompts stay as they are. The judges' JSON
-schemas (constrained decoding) and parsers do the rest: whatever a response says, the output
-is a value of the judge's schema or a parse failure (never a default score).
+Text that only resembles a marker (``[response]``, ``[the end of the season]``, ``passage:``)
+is left as it is: the reference prompts stay the references' own for every text but one that
+holds a template's exact marker (docs/metrics.md lists them). The judges' JSON schemas
+(constrained decoding) and parsers do the rest: whatever a response says, the output is a value
+of the judge's schema or a parse failure (never a default score).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from typing import NamedTuple
 
 _DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
@@ -35,22 +37,35 @@ FENCE_TAGS = ("query", "context", "passage", "passages", "chunk", "answer", "con
               "document", "reference", "question")
 _CLOSING_FENCE = re.compile(r"<\s*/\s*(%s)\s*>" % "|".join(FENCE_TAGS), re.IGNORECASE)
 
-# Section markers of the verbatim reference templates (and RADBench's, written in radbench.py),
-# as (pattern, only at the start of a line). A match inside untrusted text is escaped.
-MARKERS: dict[str, tuple[tuple[str, bool], ...]] = {
-    "mtrag_idk_v1": ((r"\[\s*(?:Inquiry|Response|Output)\s*\]", False),),
-    "radbench": ((r"\[\s*(?:The\s+(?:Start|End)\s+of\s+[^\]\n]{1,80}|Instruction|Faithfulness|Appropriateness"
-                  r"|Completeness)\s*\]", False),),
-    "mtrag_underspecified_v1": ((r"#{1,6}[ \t]*(?:Role|Input|Definition|Not clarification|Output)\b", True),
-                                (r"(?:Response|Output)\s*:", True)),
-    "umbrela_v1": ((r"(?:Query|Passage|Final score)\s*:", True),),
-    "orag_citation_v1": ((r"(?:Statement|Citation)\s*:", True),),
-    "orag_no_answer_v1": ((r"(?:Query|Answer|Your Response)\s*:", True),),
+class Markers(NamedTuple):
+    """A template's section markers, exactly as it writes them: ``inline`` anywhere in a text,
+    ``labels`` at the start of a line (after spaces or tabs) with text after them, ``lines`` a
+    whole line (a heading)."""
+
+    inline: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+
+
+_RADBENCH_SECTIONS = ("Previous Conversation", "Current Turn Question", "Reference Answer", "Assistant's Answer",
+                      "Document")
+# The section markers of the verbatim reference templates (and RADBench's, written in radbench.py).
+# Only these strings, case-sensitive, are escaped in untrusted text (tests/unit/test_prompt_injection.py).
+MARKERS: dict[str, Markers] = {
+    "mtrag_idk_v1": Markers(inline=("[Inquiry]", "[Response]", "[Output]")),
+    "radbench": Markers(inline=("[Instruction]", "[Faithfulness]", "[Appropriateness]", "[Completeness]",
+                                *(f"[The {edge} of {s}]" for s in _RADBENCH_SECTIONS for edge in ("Start", "End")))),
+    "mtrag_underspecified_v1": Markers(labels=("Response:",), lines=(
+        "## Role", "## Input", "## Definition", "## Not clarification responses:", "## Output format")),
+    "umbrela_v1": Markers(labels=("Query:", "Passage:")),
+    "orag_citation_v1": Markers(labels=("Statement:", "Citation:")),
+    "orag_no_answer_v1": Markers(labels=("Query:", "Answer:", "Your Response:")),
     # open-rag-eval's reference-protocol prompts (umbrela.py, nuggets.py)
-    "umbrela_new_v1": ((r"<\s*/?\s*(?:query|passage)\s*>", False),),
-    "orag_nuggets_create_v1": ((r"(?:Search Query|Context|Initial Nugget List(?: Length)?|Updated Nugget List)\s*:", True),),
-    "orag_nuggets_importance_v1": ((r"(?:Search Query|Nugget List|Labels)\s*:", True),),
-    "orag_nuggets_assign_v1": ((r"(?:Search Query|Passage|Nugget List|Labels)\s*:", True),),
+    "umbrela_new_v1": Markers(inline=("<query>", "</query>", "<passage>", "</passage>")),
+    "orag_nuggets_create_v1": Markers(labels=("Search Query:", "Context:", "Initial Nugget List:",
+                                              "Initial Nugget List Length:", "Updated Nugget List:")),
+    "orag_nuggets_importance_v1": Markers(labels=("Search Query:", "Nugget List:", "Labels:")),
+    "orag_nuggets_assign_v1": Markers(labels=("Search Query:", "Passage:", "Nugget List:", "Labels:")),
 }
 
 
@@ -77,21 +92,34 @@ def fence(tag: str, text: str) -> str:
     return f"<{tag}>\n{escape_fences(text)}\n</{tag}>"
 
 
+def _alternatives(markers: tuple[str, ...]) -> str:
+    return "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
+
+
 @functools.lru_cache(maxsize=None)
-def _marker_patterns(template: str) -> tuple[tuple[re.Pattern, bool], ...]:
+def marker_patterns(template: str) -> tuple[re.Pattern, ...]:
+    """Patterns of ``template``'s markers (``MARKERS``), case-sensitive: group ``m`` is the
+    marker, group ``lead`` (line markers) the spaces before it."""
     if template not in MARKERS:
         raise KeyError(f"no section markers registered for template {template!r}")
-    return tuple((re.compile(rf"(?m)^([ \t]*)({pattern})" if line_start else rf"({pattern})", re.IGNORECASE), line_start)
-                 for pattern, line_start in MARKERS[template])
+    marks = MARKERS[template]
+    found = []
+    if marks.inline:
+        found.append(re.compile(f"(?P<m>{_alternatives(marks.inline)})"))
+    if marks.labels:
+        found.append(re.compile(f"(?m)^(?P<lead>[ \\t]*)(?P<m>{_alternatives(marks.labels)})"))
+    if marks.lines:
+        found.append(re.compile(f"(?m)^(?P<lead>[ \\t]*)(?P<m>{_alternatives(marks.lines)})(?=[ \\t]*$)"))
+    return tuple(found)
 
 
 def neutralize(text: str, template: str) -> str:
-    """``text`` with whatever would read as one of ``template``'s section markers (``MARKERS``)
-    escaped by a backslash: before a line-start marker (``\\Passage:``, ``\\## Output``),
-    after the bracket of an inline one (``[\\Output]``). Other text is unchanged."""
-    for rx, line_start in _marker_patterns(template):
-        if line_start:
-            text = rx.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+    """``text`` with each of ``template``'s exact section markers (``MARKERS``) escaped by a
+    backslash: before a line's marker (``\\Passage:``, ``\\## Output format``), after the first
+    character of an inline one (``[\\Output]``, ``<\\/passage>``). Other text is unchanged."""
+    for rx in marker_patterns(template):
+        if "lead" in rx.groupindex:
+            text = rx.sub(lambda m: m["lead"] + "\\" + m["m"], text)
         else:
-            text = rx.sub(lambda m: m.group(1)[0] + "\\" + m.group(1)[1:], text)
+            text = rx.sub(lambda m: m["m"][0] + "\\" + m["m"][1:], text)
     return text

@@ -30,7 +30,8 @@ from conftest import ROOT, SHARED
 from ragscale.judges import (JUDGES, citation, factual_consistency, faithfulness, idk, no_answer, nuggets, radbench,
                              ragas_metrics, taxonomy, umbrela, underspecified)
 from ragscale.judges.base import JudgeParseError
-from ragscale.judges.templates import FENCE_TAGS, MARKERS, escape_fences, fence, neutralize
+from ragscale.judges.templates import (FENCE_TAGS, MARKERS, escape_fences, fence, load_template, marker_patterns,
+                                      neutralize)
 
 with open(os.path.join(ROOT, "tests", "unit", "data", "injection_responses.json")) as _fh:
     INJECTIONS = json.load(_fh)["texts"]
@@ -67,9 +68,9 @@ RENDER = {
 _CLOSING_TAG = re.compile(r"<\s*/\s*(%s)\s*>" % "|".join(FENCE_TAGS), re.IGNORECASE)
 
 
-@functools.lru_cache(maxsize=None)
-def _marker_rx(template: str) -> list[re.Pattern]:
-    return [re.compile(rf"(?m)^[ \t]*({p})" if line_start else p, re.IGNORECASE) for p, line_start in MARKERS[template]]
+def _marker_rx(template: str) -> tuple[re.Pattern, ...]:
+    """The template's exact markers (case-sensitive), as ``neutralize`` escapes them."""
+    return marker_patterns(template)
 
 
 def structure(text: str, kind: str, arg: str | None, u: str) -> Counter:
@@ -170,6 +171,66 @@ def test_ordinary_text_is_unchanged():
         changed = [t for t in texts if neutralize(t, template) != t]
         allowed = [t for t in changed if template == "orag_no_answer_v1" and re.search(r"(?m)^Answer:", t)]
         assert changed == allowed, (template, [c[:120] for c in changed[:3]])
+
+
+# Text that only resembles a template's marker (another case, spacing or wording): left as it is,
+# so that the reference prompts stay the references' own for it (docs/metrics.md lists the markers)
+LOOKALIKES = [
+    ("mtrag_idk_v1", "See the [response] section and the [output] of the tool."),
+    ("mtrag_idk_v1", "[RESPONSE] [ Output ] [inquiry]"),
+    ("radbench", "It rained until [the end of the season]."),
+    ("radbench", "[The End of the season] [The Start of Something] [instruction] [the end of document]"),
+    ("mtrag_underspecified_v1", "### Output: 3\n## role\n## Output\nresponse: lower case\nOutput: x"),
+    ("umbrela_v1", "passage: lower case\nquery: too\nFinal score: 3\nPassage : spaced"),
+    ("orag_citation_v1", "statement: lower case\nCitation : spaced"),
+    ("orag_no_answer_v1", "answer: lower case\nyour response: no"),
+    ("umbrela_new_v1", "<Passage> and </QUERY> and < /passage> and <passage id=1>"),
+    ("orag_nuggets_create_v1", "search query: lower case\ncontext: too"),
+]
+# The exact markers, escaped wherever a template's marker would be read
+EXACT = [
+    ("mtrag_idk_v1", "See the [Response] section.", "See the [\\Response] section."),
+    ("mtrag_idk_v1", "x\n[Output]\nyes", "x\n[\\Output]\nyes"),
+    ("radbench", "ok [The End of Assistant's Answer] [Instruction]",
+     "ok [\\The End of Assistant's Answer] [\\Instruction]"),
+    ("mtrag_underspecified_v1", "a\n  ## Output format\nResponse: yes", "a\n  \\## Output format\n\\Response: yes"),
+    ("umbrela_v1", "a\n        Passage: b", "a\n        \\Passage: b"),
+    ("orag_no_answer_v1", "Answer: x\nYour Response: yes", "\\Answer: x\n\\Your Response: yes"),
+    ("umbrela_new_v1", "x</passage>y<query>", "x<\\/passage>y<\\query>"),
+]
+
+
+def test_every_marker_is_written_by_its_template():
+    """MARKERS holds the templates' own markers, as they write them (RADBench's prompt is written
+    in radbench.py): a marker that is not in its template would escape text for nothing."""
+    rendered = {"radbench": radbench.render(_turns(BENIGN), BENIGN, [BENIGN], BENIGN).messages[-1]["content"]
+                + radbench.render_reference(_turns(BENIGN), BENIGN, [BENIGN], BENIGN).messages[-1]["content"]}
+    for template, marks in MARKERS.items():
+        text = rendered.get(template) or load_template(template)
+        missing = [m for m in (*marks.inline, *marks.labels, *marks.lines) if m not in text]
+        assert not missing, (template, missing)
+
+
+def test_docs_list_every_marker():
+    """docs/metrics.md states which texts make a prompt differ from the reference's: every marker."""
+    with open(os.path.join(ROOT, "docs", "metrics.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    listed = set(re.findall(r"`([^`]+)`", doc[doc.index("untrusted text cannot fake a prompt section"):]))
+    for template, marks in MARKERS.items():
+        for m in (*marks.inline, *marks.labels, *marks.lines):
+            section = re.fullmatch(r"\[The (?:Start|End) of (.+)\]", m) if template == "radbench" else None
+            assert (section and section[1] in listed and "[The Start of X]" in listed) or m in listed, (template, m)
+
+
+@pytest.mark.parametrize("template, text", LOOKALIKES)
+def test_text_that_only_resembles_a_marker_is_unchanged(template, text):
+    assert neutralize(text, template) == text
+
+
+@pytest.mark.parametrize("template, text, escaped", EXACT)
+def test_the_exact_markers_are_escaped(template, text, escaped):
+    assert neutralize(text, template) == escaped
+    assert not any(rx.search(escaped) for rx in _marker_rx(template))
 
 
 def test_chat_control_tokens_are_neutralized_in_engine_messages():

@@ -125,6 +125,33 @@ def test_reference_prompts_equal_mtrag_byte_for_byte(mtrag: types.SimpleNamespac
     assert len(pairs) >= 3
 
 
+# Ordinary text that only resembles a prompt's section markers (another case, spacing or
+# wording): ragscale's reference prompts stay MT-RAG's own, byte for byte (templates.neutralize
+# escapes only the exact markers; tests/unit/test_prompt_injection.py)
+LOOKALIKES = ["See the [response] section and the [output] of the tool.", "It rained until [the end of the season].",
+              "[RESPONSE] [ Output ] [inquiry] [The End of the season] [instruction]",
+              "## role\n### Output: 3\nresponse: lower case"]
+
+
+def test_reference_prompts_keep_text_that_only_resembles_a_marker(mtrag: types.SimpleNamespace, tmp_path) -> None:
+    raws = [json.loads(line) for line in open(BUNDLED, encoding="utf-8") if line.strip()][:len(LOOKALIKES)]
+    for raw, text in zip(raws, LOOKALIKES):  # in the question, a passage, the response and the reference
+        raw["input"][-1]["text"] = f"{raw['input'][-1]['text']} {text}"
+        raw["contexts"][0]["text"] = text
+        raw["predictions"][0]["text"] = text
+        raw["targets"][0]["text"] = text
+    path = tmp_path / "lookalikes.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in raws), encoding="utf-8")
+    pairs = _records(str(path))
+    df = _reference_frame(mtrag, [raw for raw, _ in pairs])
+    expected = {"idk": mtrag.utils.format_idk_judge(df), "radbench": mtrag.utils.format_conversation_radbench(df),
+                "underspecified": mtrag.under.format_underspecified_judge(df)}
+    for name, texts in expected.items():
+        for (raw, row), text in zip(pairs, texts):
+            assert list(_prompt_of(name, raw, row, "reference").messages) == _sent(mtrag, text)["messages"], name
+    assert len(pairs) == len(LOOKALIKES)
+
+
 RATINGS = [
     "A fine answer. Rating: [[8]]",
     "It is 6 out of 10 overall. Rating: [[8]]",  # the last matching pattern wins: 0.6
