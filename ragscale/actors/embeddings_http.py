@@ -21,7 +21,8 @@ same vectors, hence the same scores. Deliberate differences:
 
 HTTP: ``openai_http.RetryingHTTP`` (retries with backoff on connection errors, timeouts,
 408/409/429 and 5xx, ``Retry-After`` honoured; any other 4xx is final), as the judge's
-OpenAI-compatible engine does. The key is read inside the actor, at each call, from the
+OpenAI-compatible engine does: ``timeout_s`` is each attempt's whole deadline (connect, send and
+every read), so a request ends within ``prompt_bound_s()`` whatever the server does. The key is read inside the actor, at each call, from the
 environment variable named by ``api_key_env``; it is never part of the config, the actor's
 arguments, run.json, logs or errors (every server text is redacted before it is kept).
 Vectors come back as float lists or base64 float32 (``encoding_format=base64``), ordered by

@@ -18,10 +18,13 @@ Every prompt of a ``generate`` call is in flight at once, bounded by ``concurren
 request is retried (exponential backoff with jitter, ``Retry-After`` honoured) on connection
 errors, timeouts, 408/409/429 and 5xx; any other 4xx, or a prompt still failing after
 ``max_attempts``, becomes that prompt's ``Generation.error`` (the call never raises for one
-bad prompt). The first retry of a call is logged as a warning (logger ``ragscale.judge``: on a
-cluster it lands in the judge actor's log and on the driver's console), so that an endpoint
-that is down shows itself while the run waits for it, not only in the records' errors. The HTTP
-side (retries, backoff, error classification, redaction) is in ``openai_http``.
+bad prompt). ``timeout_s`` is each attempt's whole deadline (connect, send and every read), so
+a prompt ends within ``prompt_bound_s()`` seconds of being sent, whatever the server does. The
+first retry of a call is logged as a warning (logger ``ragscale.judge``: on a cluster it lands
+in the judge actor's log and on the driver's console), and while retries go on, one more at most
+every minute, so that an endpoint that is down shows itself while the run waits for it, not
+only in the records' errors. The HTTP side (deadline, retries, backoff, error classification,
+redaction) is in ``openai_http``.
 
 Streaming (``submit``, which the judge actor uses when it streams): one prompt at a time, sent
 as soon as it is submitted, on one background thread per engine (a daemon, started at the first
@@ -75,7 +78,7 @@ OPTIONS = {
     "api_key_env": "OPENAI_API_KEY",  # NAME of the environment variable holding the key
     "api_version": None,  # Azure OpenAI `api-version` query parameter (classic deployment URLs)
     "concurrency": 16,  # requests in flight per judge actor
-    "timeout_s": 120.0,  # per request, time queued at the server included
+    "timeout_s": 120.0,  # each attempt's deadline, whole: connect, send and every read (queued at the server included)
     "max_attempts": 6,  # tries per prompt (1 = no retries)
     "backoff_s": 1.0,  # first retry delay; doubles per attempt, jittered
     "backoff_max_s": 60.0,  # cap of a retry delay (Retry-After included)
@@ -277,6 +280,7 @@ class Engine(RetryingHTTP):
         self.extra_headers = {str(k): str(v) for k, v in (extra_headers or {}).items()}
         # the response_format actually sent (``auto`` starts with json_schema and may fall back)
         self._mode_now = "json_schema" if response_format == "auto" else response_format
+        self.switches = 1 if response_format == "auto" else 0  # auto may fall back once (prompt_bound_s)
         self.last_stats: dict[str, Any] = {}
         self.total_stats: dict[str, Any] = {}
         self._warned = False  # the current call's (or streaming life's) first retry was logged

@@ -3,7 +3,14 @@ error classification and redaction.
 
 A request is retried (exponential backoff with jitter, ``Retry-After`` honoured) on
 connection errors, timeouts, 408/409/429 and 5xx (``Retryable``); any other 4xx is ``Fatal``
-and a 200 answer without usable content is a ``BadResponse``: neither is retried. Every text
+and a 200 answer without usable content is a ``BadResponse``: neither is retried.
+
+``timeout_s`` is each attempt's deadline, whole: connecting, sending and every read of the
+answer together (a server that sends one byte every second cannot hold a request past it, as
+it could hold httpx's per-read timeout). So a prompt ends, answered or with its error, within
+``prompt_bound_s``: its attempts' deadlines and the backoffs between them (time waiting for a
+``concurrency`` slot on this side not counted). Retries are logged as warnings: the first at
+once, then at most every ``RETRY_WARN_EVERY_S`` with the count since the last one. Every text
 that comes back from the server or the HTTP stack is passed through ``redact`` before it is
 cut to an excerpt, so that neither the key nor a prefix of it reaches a record or a log.
 
@@ -33,6 +40,7 @@ from ragscale.judges.base import JudgePrompt
 
 log = logging.getLogger("ragscale.judge")
 RETRY_STATUS = {408, 409, 429}
+RETRY_WARN_EVERY_S = 60.0  # while retries go on, a warning at most this often (the first one at once)
 
 
 def new_stats() -> dict[str, Any]:
@@ -130,8 +138,9 @@ class RetryingHTTP:
     while streaming re-arms it) and ``_mode_now`` (the request variant now sent), and provides
     ``_headers()`` (read at each request), ``_body(prompt, temperature, seed, mode)``,
     ``_generation(data)`` and ``_switched(mode, msg)`` (whether a failure was the variant's
-    fault: asked again at once). ``stats`` count ``requests``, ``http_retries``,
-    ``rate_limited``, ``http_errors`` and ``backoff_s`` (``new_stats``).
+    fault: asked again at once; ``switches`` bounds how often that can happen to one prompt).
+    ``stats`` count ``requests``, ``http_retries``, ``rate_limited``, ``http_errors`` and
+    ``backoff_s`` (``new_stats``).
     """
 
     url: str
@@ -145,6 +154,9 @@ class RetryingHTTP:
     total_stats: dict[str, Any]
     _warned: bool
     _mode_now: str
+    switches: int = 0  # attempts a prompt may get on top of max_attempts (a request variant that switched)
+    _warned_at: float = 0.0  # when a retry was last logged
+    _unwarned: int = 0  # retries since then
 
     def __init__(self) -> None:
         # the streaming loop, while it runs: (loop, its thread, client, semaphore, its stream_stats)
@@ -152,6 +164,12 @@ class RetryingHTTP:
         self._stream_lock = threading.Lock()
         self._stats_lock = threading.Lock()  # total_stats and stream_stats, added to from several threads
         self.stream_stats: dict[str, Any] = new_stats()
+
+    def prompt_bound_s(self) -> float:
+        """The longest a prompt can take once sent: every attempt's deadline (``timeout_s``) and
+        the delays between them (each at most ``backoff_max_s``, ``Retry-After`` included)."""
+        attempts = self.max_attempts + self.switches
+        return attempts * self.timeout_s + (self.max_attempts - 1) * self.backoff_max_s
 
     def _scrub(self, text: str) -> str:
         """``text`` without the key or anything that looks like a credential (servers sometimes
@@ -173,8 +191,12 @@ class RetryingHTTP:
         import httpx
 
         stats["requests"] += 1
-        try:
-            r = await client.post(self.url, json=body, params=self.params or None, headers=self._headers())
+        try:  # the attempt's deadline, whole (httpx's own timeouts are per read)
+            r = await asyncio.wait_for(
+                client.post(self.url, json=body, params=self.params or None, headers=self._headers()), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise Retryable(f"no complete answer within timeout_s={self.timeout_s:g}s "
+                            "(connecting, sending and reading together)") from None
         except httpx.TimeoutException as e:
             raise Retryable(f"timeout after {self.timeout_s:g}s ({type(e).__name__})") from None
         except httpx.TransportError as e:  # connection refused/reset, DNS, protocol errors
@@ -218,17 +240,28 @@ class RetryingHTTP:
                     break
                 if attempt < self.max_attempts:
                     delay = self._delay(attempt, after)
-                    if not self._warned:
-                        self._warned = True
-                        log.warning(self._scrub(
-                            f"openai engine: {self.url}: {last}; retrying with backoff "
-                            f"(up to {self.max_attempts} attempts per prompt)"))
+                    self._warn_retry(last)
                     stats["http_retries"] += 1
                     stats["backoff_s"] += delay
                     await asyncio.sleep(delay)
         stats["http_errors"] += 1
         tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
         return Generation("", error=self._scrub(f"openai engine: {self.url}: {last} ({tries})"))
+
+    def _warn_retry(self, last: str) -> None:
+        """Log a retry: the first of a call (or streaming life) at once, later ones at most every
+        ``RETRY_WARN_EVERY_S`` with their count, so that an outage shows while it lasts."""
+        now = time.monotonic()
+        self._unwarned += 1
+        if not self._warned:
+            self._warned, self._warned_at, self._unwarned = True, now, 0
+            log.warning(self._scrub(
+                f"openai engine: {self.url}: {last}; retrying with backoff (up to {self.max_attempts} attempts "
+                f"per prompt, {self.prompt_bound_s():g}s at most)"))
+        elif now - self._warned_at >= RETRY_WARN_EVERY_S:
+            n, since, self._warned_at, self._unwarned = self._unwarned, now - self._warned_at, now, 0
+            log.warning(self._scrub(f"openai engine: {self.url}: still retrying: {n} more retr"
+                                    f"{'y' if n == 1 else 'ies'} in the last {since:.0f}s; the latest: {last}"))
 
     def _client(self) -> Any:
         """An httpx client for ``concurrency`` requests in flight (the key goes with each request)."""
