@@ -151,8 +151,9 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
     from omegaconf import open_dict
 
     from ragscale.columns import mapped
-    from ragscale.exitcodes import FAILED, OK, outcome
+    from ragscale.exitcodes import FAILED, INTERRUPTS, OK, outcome
     from ragscale.io.frames import is_in_memory, write_jsonl
+    from ragscale.io.lock import OutputDirLock
     from ragscale.overrides import explain
     from ragscale.plan import compose
     from ragscale.runner import execute
@@ -185,12 +186,13 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
         if data is not None and not is_in_memory(data):
             cfg.input = [os.fspath(d) for d in data] if isinstance(data, (list, tuple)) else os.fspath(data)
     check_config(cfg)  # judge settings, column_map, paths: refused before anything is written (ragscale.secrets)
-    if data is not None and is_in_memory(data):
-        with open_dict(cfg):
-            cfg.input = write_jsonl(data, os.path.join(out_dir, "inputs"))
-    code = execute(cfg, printer)
+    with OutputDirLock(out_dir, printer):  # before the in-memory data is written there (ragscale.io.lock)
+        if data is not None and is_in_memory(data):
+            with open_dict(cfg):
+                cfg.input = write_jsonl(data, os.path.join(out_dir, "inputs"))
+        code = execute(cfg, printer)
     run = Run(out_dir)
-    if code == FAILED:
+    if code == FAILED or code in INTERRUPTS:
         warnings.warn(f"ragscale run in {out_dir} failed: {run.run_info.get('failure') or 'records missing'}; "
                       "call evaluate again with the same output_dir to resume", RuntimeWarning, stacklevel=2)
     elif code != OK:  # finished, but some or all records failed: each has its error (to_pandas: error_message)

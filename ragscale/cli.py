@@ -154,6 +154,7 @@ def _job(cfg: Any, prog: str) -> int:
     from hydra.types import RunMode
     from omegaconf import open_dict
 
+    from ragscale.exitcodes import INTERRUPTS
     from ragscale.runner import execute
 
     hc = HydraConfig.get()
@@ -162,13 +163,20 @@ def _job(cfg: Any, prog: str) -> int:
             cfg.output_dir = hc.runtime.output_dir
         print(f"[ragscale] job {hc.job.num}: {' '.join(hc.overrides.task)} -> {cfg.output_dir}", flush=True)
     try:
-        return execute(cfg)
+        code = execute(cfg)
     except UserError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - one job's crash must not end a sweep
         print(f"{prog}: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    if code in INTERRUPTS:  # a signal stops the whole command: a sweep starts no further job
+        raise _Stopped(code)
+    return code
+
+
+class _Stopped(BaseException):
+    """A job stopped by a signal (its code in ``args[0]``); a BaseException, which Hydra lets through."""
 
 
 def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
@@ -178,8 +186,10 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
 
     from ragscale.config import register
     from ragscale.exitcodes import worst
+    from ragscale.io.lock import acquire, planned_dir, release
     from ragscale.overrides import CONF_DIR, check_overrides, check_sweep, normalize, refuse_secrets
 
+    lock_dir = None
     try:
         flags, overrides = split_flags(argv)
         if "-h" in flags or "--help" in flags:
@@ -192,8 +202,10 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
             refuse_secrets(overrides)
         elif "-m" in flags or "--multirun" in flags:
             check_sweep(overrides)
-        else:
-            check_overrides(overrides)
+        else:  # one run: its output_dir locked before Hydra writes .hydra/ there (ragscale.io.lock)
+            lock_dir = planned_dir(check_overrides(overrides))
+            if lock_dir:
+                acquire(lock_dir)
     except UserError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
@@ -208,10 +220,14 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
     sys.argv = [prog, *flags, *normalize(overrides)]
     try:
         _task()
+    except _Stopped as e:
+        codes.append(e.args[0])
     except SystemExit as e:  # Hydra's own exits (--cfg, --info, a sweeper's error)
         return e.code if isinstance(e.code, int) else 1
     finally:
         sys.argv = saved
+        if lock_dir:
+            release(lock_dir)
     if len(codes) > 1:
         failed = sum(c != 0 for c in codes)
         print(f"[ragscale] {len(codes)} jobs, {failed} failed", flush=True)

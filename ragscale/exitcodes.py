@@ -6,14 +6,23 @@ trust them: 0 is returned only when every input record was scored.
 
 from __future__ import annotations
 
+import re
+import signal
 from typing import Iterable
 
 OK = 0  # every record was scored
-FAILED = 1  # the run stopped before it finished (a crash, an interrupt, records missing): re-run to resume
+FAILED = 1  # the run stopped before it finished (a crash, records missing): re-run to resume
 USAGE = 2  # a bad command line, config or input, refused before any work
 RECORD_ERRORS = 3  # the run finished, but some records failed (each with its error in records.jsonl)
 NOTHING_SCORED = 4  # the run finished with no scored record: the input held none, or every record failed
 INCOMPLETE = 5  # every record was scored, but an output (an export, the report, agreement...) failed wholly or partly
+
+# a run stopped by a signal (Ctrl-C, SIGTERM as Kubernetes, Slurm and `ray job stop` send, SIGHUP as a
+# closed terminal sends) exits with 128 + the signal's number, as a shell reports a process the signal
+# killed (130, 143, 129); run.json's status is ``interrupted`` and its failure ``interrupted by SIGTERM``
+INTERRUPTS = {128 + int(s): s.name for s in (signal.SIGINT, getattr(signal, "SIGTERM", None),
+                                              getattr(signal, "SIGHUP", None)) if s is not None}
+INTERRUPTED = "interrupted"
 
 MEANING = {
     OK: "every record was scored",
@@ -22,12 +31,14 @@ MEANING = {
     RECORD_ERRORS: "the run finished, but some records failed",
     NOTHING_SCORED: "the run finished, but no record was scored (empty input, or every record failed)",
     INCOMPLETE: "the records were scored, but an output was not written (wholly or partly)",
+    **{code: f"the run was stopped by {name}; re-run the same command to resume" for code, name in INTERRUPTS.items()},
 }
 # run.json's ``status`` of a run that ended with each code (a refused run writes no run.json)
 STATUS = {OK: "ok", FAILED: "failed", RECORD_ERRORS: "record_errors", NOTHING_SCORED: "nothing_scored",
-          INCOMPLETE: "outputs_incomplete"}
+          INCOMPLETE: "outputs_incomplete", **{code: INTERRUPTED for code in INTERRUPTS}}
+STOPPED = ("failed", INTERRUPTED)  # the statuses of a run that stopped before it finished: re-run to resume
 # the worst first: what a sweep (``-m``) exits with when its jobs ended differently
-SEVERITY = (USAGE, FAILED, NOTHING_SCORED, INCOMPLETE, RECORD_ERRORS, OK)
+SEVERITY = (*INTERRUPTS, USAGE, FAILED, NOTHING_SCORED, INCOMPLETE, RECORD_ERRORS, OK)
 
 
 def finished(records_in: int, errored: int) -> int:
@@ -37,9 +48,18 @@ def finished(records_in: int, errored: int) -> int:
     return RECORD_ERRORS if errored else OK
 
 
+def interrupted(signum: int) -> str:
+    """run.json's ``failure`` of a run stopped by signal ``signum``: ``interrupted by SIGTERM``."""
+    return f"{INTERRUPTED} by {signal.Signals(signum).name}"
+
+
 def of_run(failure: str | None, records: dict) -> int:
     """The exit code of a run from run.json's ``failure`` and ``records`` counts (``in``,
-    ``errored``, ``missing``): FAILED when it stopped or left records out, else :func:`finished`."""
+    ``errored``, ``missing``): 128 + the signal for a run a signal stopped (:func:`interrupted`),
+    FAILED when it stopped otherwise or left records out, else :func:`finished`."""
+    m = re.fullmatch(rf"{INTERRUPTED} by (SIG\w+)", failure or "")
+    if m and m.group(1) in INTERRUPTS.values():
+        return next(code for code, name in INTERRUPTS.items() if name == m.group(1))
     if failure or records.get("missing"):
         return FAILED
     return finished(int(records.get("in") or 0), int(records.get("errored") or 0))

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from ragscale.exitcodes import FAILED, OK, of_run, outcome
+from ragscale.exitcodes import FAILED, INTERRUPTS, OK, interrupted, of_run, outcome
 from ragscale.plan import RunPlan, plan_run
 from ragscale.provenance import run_info as build_run_info
 
@@ -41,9 +43,62 @@ def start_line(plan: RunPlan, labels: list[str]) -> str:
             f"{'; on GPU: ' + ', '.join(on_gpu) if on_gpu else ''})")
 
 
-def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str) -> tuple:
-    """Stream ``todo`` through the Ray pipeline into ``writer``, showing live progress;
-    returns (failure, ray_info, stats)."""
+class Signals:
+    """SIGTERM and SIGHUP handled like Ctrl-C in the driver for one run (``with Signals() as stop``):
+    while the pipeline streams (``arm``) they raise KeyboardInterrupt there, so the run stops, writes
+    what is finished and run.json (``interrupted``, exit 128 + the signal); before and after it they
+    are noted and honoured at the next step (``signum``). Installed from the main thread only (never
+    in Ray's workers, which run no driver code), re-installed after ``ray.init`` (which puts its own
+    SIGTERM handler in), and the previous handlers put back on exit (a notebook's kernel keeps its own)."""
+
+    NAMES = ("SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.armed = False
+        self._saved: dict[int, Any] = {}
+        self._main = threading.current_thread() is threading.main_thread()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.signum = self.signum or signum
+        if self.armed:
+            self.armed = False  # once: a second signal does not interrupt the stopping
+            raise KeyboardInterrupt
+
+    def install(self) -> None:
+        """Put the handlers in (again: ``ray.init`` replaces SIGTERM's)."""
+        for sig in (getattr(signal, n) for n in self.NAMES if hasattr(signal, n)):
+            if self._main:
+                self._saved.setdefault(sig, signal.getsignal(sig))
+                signal.signal(sig, self._handle)
+
+    def arm(self) -> None:
+        """Raise KeyboardInterrupt at the signal (at once if one came already)."""
+        if self.signum is not None:
+            raise KeyboardInterrupt
+        self.armed = True
+
+    def disarm(self) -> None:
+        """Only note the signal from here on."""
+        self.armed = False
+
+    def failure(self) -> str:
+        """run.json's ``failure`` for the interrupt: by the signal noted, else Ctrl-C's SIGINT."""
+        return interrupted(self.signum or signal.SIGINT)
+
+    def __enter__(self) -> "Signals":
+        self.install()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.armed = False
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str, stop: Signals) -> tuple:
+    """Stream ``todo`` through the Ray pipeline into ``writer``, showing live progress; a signal
+    (``stop``) or Ctrl-C stops it with what is finished written. Returns (failure, ray_info, stats)."""
     from ragscale.pipeline.execute import ray_session, run_pipeline, stage_labels
     from ragscale.pipeline.progress import ProgressDisplay, choose_mode, start_hub
     from ragscale.record import output_line
@@ -51,10 +106,11 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
     failure, ray_info, stats = None, {}, {}
     mode = "off" if cfg.ray_progress_bars else choose_mode(cfg.progress, printer)
     try:
-        if todo:
+        if todo and stop.signum is None:
             printer(start_line(plan, stage_labels(plan)))
             native_log = os.path.join(out_dir, "logs", "ray-native.log")
             with ray_session(plan.cluster, verbose=cfg.verbose, native_log=native_log) as ray_info:
+                stop.install()  # ray.init put its own SIGTERM handler in (sys.exit: no outputs, no run.json)
                 hub = start_hub() if mode != "off" else None
                 with ProgressDisplay(hub, stage_labels(plan), len(todo), mode, cfg.progress_interval_s,
                                      printer) as display:
@@ -64,13 +120,20 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
                         writer.write_lines((r["key"], output_line(r), r["error"] is not None) for r in rows)
                         display.update(len(rows), writer.errors - before)
 
-                    stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars, hub=hub)
+                    stop.arm()
+                    try:
+                        stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars, hub=hub)
+                    finally:
+                        stop.disarm()
     except KeyboardInterrupt:
-        failure = "interrupted"
+        failure = stop.failure()
     except Exception as e:  # noqa: BLE001 - reported as a one-line failure, records so far are kept
         failure = _one_line(e)
     finally:
+        stop.install()  # ray.shutdown leaves Ray's handler in
         writer.close()
+    if failure is None and stop.signum is not None and len(todo) > writer.written:
+        failure = stop.failure()  # it came before the pipeline started
     return failure, ray_info, stats
 
 
@@ -103,16 +166,40 @@ def _consistency(plan: RunPlan, out_dir: str, groups: list[dict], verbose: bool)
         return None, f"consistency: {type(e).__name__}: {e}"
 
 
+def _tolerant(printer: Printer) -> Printer:
+    """``printer`` that lets a closed terminal (a lost SSH session, SIGHUP) not stop the run's outputs."""
+    def show(line: str) -> None:
+        try:
+            printer(line)
+        except OSError:
+            pass
+
+    return show
+
+
 def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -> int:
     """Run one evaluation from a composed config; returns the process exit code (ragscale.exitcodes:
     0 every record scored, 1 stopped (a re-run of the same command resumes), 3 some records failed,
-    4 nothing scored). ``output_dir`` overrides the config's."""
+    4 nothing scored, 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it). ``output_dir``
+    overrides the config's. The output_dir is locked from before anything is written there until
+    the end (ragscale.io.lock; a run already in it is a UserError), and SIGTERM and SIGHUP stop the
+    run as Ctrl-C does (``Signals``)."""
+    from ragscale.io.lock import OutputDirLock
+
     t_start = time.time()
     plan = plan_run(cfg)
     out_dir = os.path.abspath(output_dir or cfg.output_dir)
+    printer = _tolerant(printer)
+    with OutputDirLock(out_dir, printer), Signals() as stop:
+        return _execute(cfg, plan, out_dir, printer, stop, t_start)
+
+
+def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Signals, t_start: float) -> int:
+    """``execute`` with its output_dir locked and the signals handled."""
     from ragscale.io.output import RecordWriter, prepare
 
-    prepare(out_dir, plan.fingerprint(), resume=cfg.resume, overwrite=cfg.overwrite)
+    for line in prepare(out_dir, plan.fingerprint(), resume=cfg.resume, overwrite=cfg.overwrite):
+        printer(line)
     t0 = time.time()
     plan, pointers, keys, todo = scan_records(cfg, plan, out_dir)
     timings = {"scan": time.time() - t0}
@@ -124,7 +211,7 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
                 "for a judge-based factual_consistency_judge (a different metric)")
     writer = RecordWriter(out_dir, keys)
     t1 = time.time()
-    failure, ray_info, stats = _stream(cfg, plan, todo, writer, printer, out_dir)
+    failure, ray_info, stats = _stream(cfg, plan, todo, writer, printer, out_dir, stop)
     timings["pipeline_wall"] = time.time() - t1
     summary, outputs, failure = _finish(cfg, plan, out_dir, failure, timings, printer)
     missing = len(pointers) - keys.expected_done()
@@ -222,6 +309,10 @@ def _print_files(out_dir: str, summary: dict, info: dict, printer: Printer, trac
         printer(f"[ragscale] {tracked}")
     code = of_run(info["failure"], rec)
     report = os.path.join(out_dir, outputs["html_report"]) if outputs.get("html_report") else None
+    if code in INTERRUPTS:
+        printer(f"[ragscale] run {info['failure']}: {rec['out']} of {rec['in']} records written; re-run the same "
+                f"command to resume (exit code {code})")
+        return
     if code == FAILED:
         printer(f"[ragscale] run failed: {info['failure'] or str(rec['missing']) + ' records missing'}; "
                 "re-run the same command to resume")

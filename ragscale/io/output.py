@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from typing import IO, Iterable, Iterator, Sequence
+from typing import IO, Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -14,20 +15,31 @@ from ragscale.io.inputs import KEY_LINE_BITS, InputFile, PointerArray
 RECORDS = "records.jsonl"
 STATE = ".ragscale-state.json"
 DERIVED = ("records.parquet", "summary.json", "summary.csv", "run.json")
+IDENTITIES = "input_files"  # the state's key of the inputs' identities (input_identity)
+HASH_CHUNK = 1 << 20
 
 
 def iter_records(path: str, columns: dict[str, str] | None = None) -> Iterator[dict]:
-    """Yield the output records of a records.jsonl, skipping a torn last line; ``columns`` (the
-    run's column_map) reads each through the user's column names (ragscale.columns ``remap``), so
-    the sinks find the question, answer, passages and reference where the readers put them."""
+    """Yield the output records of a records.jsonl, skipping a torn last line (a run killed
+    mid-write; ``prepare`` cuts it) and blank lines; ``columns`` (the run's column_map) reads each
+    through the user's column names (ragscale.columns ``remap``), so the sinks find the question,
+    answer, passages and reference where the readers put them. A torn line elsewhere is a
+    UserError naming the file, the line and the fix: it is not repaired, since a line cut in the
+    middle of the file means the file was written by something else than one run's writer."""
     from ragscale.columns import remap
 
     with open(path, "rb") as fh:
-        for line in fh:
+        for lineno, line in enumerate(fh, start=1):
             if not line.endswith(b"\n"):
                 return
-            rec = json.loads(line)
-            yield remap(rec, columns) if columns else rec
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise UserError(f"{path} line {lineno} is not a complete JSON record (a write was cut?): "
+                                "remove that line, or re-run with overwrite=true") from None
+            yield remap(rec, columns) if columns and isinstance(rec, dict) else rec
 
 
 def run_columns(run_dir: str) -> dict[str, str]:
@@ -64,36 +76,131 @@ def _truncate_torn_tail(path: str) -> int:
         return size - keep
 
 
-def prepare(out_dir: str, fingerprint: dict, *, resume: bool, overwrite: bool) -> None:
-    """Create ``out_dir`` for a run: keep a previous run's records.jsonl to resume from
-    (its torn last line cut off; ``finished_keys`` lists what it holds) or remove it.
+def _hash_into(fh: IO[bytes], h: Any, limit: int | None = None) -> None:
+    """Feed ``fh`` (at most ``limit`` bytes) to hash ``h`` in 1 MiB chunks: memory stays flat."""
+    while limit is None or limit > 0:
+        chunk = fh.read(HASH_CHUNK if limit is None else min(HASH_CHUNK, limit))
+        if not chunk:
+            return
+        h.update(chunk)
+        if limit is not None:
+            limit -= len(chunk)
 
-    A previous run with another configuration (metrics, encoder, inputs) is not mixed in:
-    that is a UserError unless ``overwrite`` is set, which starts afresh.
+
+def input_identity(path: str, prefix: int | None = None) -> dict:
+    """What resume compares of an input file: its ``size``, ``mtime_ns`` (recorded, not compared:
+    a copy or a ``touch`` changes it) and ``sha256``, streamed (docs/fault-tolerance.md has its
+    cost). ``prefix``, an earlier size smaller than the file's: also ``prefix_sha256`` (the hash of
+    the first ``prefix`` bytes) and ``line_end`` (the earlier content ended its last line, or the
+    new bytes begin with a line end), to tell records appended to the earlier file from any other change."""
+    st = os.stat(path)
+    h = hashlib.sha256()
+    out: dict[str, Any] = {"path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    with open(path, "rb") as fh:
+        if prefix is not None and 0 <= prefix < st.st_size:
+            _hash_into(fh, h, prefix)
+            out["prefix_sha256"] = h.hexdigest()
+            fh.seek(max(prefix - 1, 0))
+            out["line_end"] = prefix == 0 or b"\n" in fh.read(2)
+            fh.seek(prefix)
+        _hash_into(fh, h)
+    out["sha256"] = h.hexdigest()
+    return out
+
+
+def _appendable(path: str) -> bool:
+    """Whether records appended to ``path`` leave its earlier records and their keys as they were:
+    JSONL and table CSVs (one record per line or row); not open-rag-eval's CSV (a row may join an
+    earlier query's record) nor Parquet (its footer moves)."""
+    from ragscale.io.inputs import CSV_SUFFIXES, JSONL_SUFFIXES
+
+    if path.lower().endswith(JSONL_SUFFIXES):
+        return True
+    if path.lower().endswith(CSV_SUFFIXES):
+        from ragscale.io.table_csv import is_orag_header
+
+        return not is_orag_header(path)
+    return False
+
+
+def check_inputs(before: list, paths: Sequence[str]) -> tuple[list[dict], list[str]]:
+    """Compare the inputs with their identities in a previous run's state (``before``; [] for a
+    first run): (their identities now, a line per input that only grew by appended records). An
+    input changed otherwise is a UserError: its record keys (file + line) would point at other
+    records, so the runs are never mixed."""
+    earlier = {d.get("path"): d for d in before if isinstance(d, dict)}
+    now, notes = [], []
+    for path in paths:
+        old = earlier.get(path) or {}
+        size = old.get("size") if isinstance(old.get("size"), int) else None
+        ident = input_identity(path, size if size is not None and _appendable(path) else None)
+        same = ident["size"] == size and ident["sha256"] == old.get("sha256")
+        grew = bool(ident.get("line_end")) and ident.get("prefix_sha256") == old.get("sha256")
+        if old and not same and not grew:
+            raise UserError(f"input {path} changed since this output_dir's run (size/hash differ): re-run with "
+                            "overwrite=true, or use another output_dir")
+        if old and grew:
+            notes.append(f"[ragscale] input {path} grew since this output_dir's run (lines appended): only its new "
+                         "records are scored")
+        now.append({k: ident[k] for k in ("path", "size", "mtime_ns", "sha256")})
+    return now, notes
+
+
+def _previous_state(state_path: str) -> dict | None:
+    """The resume state of the run before (None: none), or a UserError for a file that is not one."""
+    if not os.path.exists(state_path):
+        return None
+    try:
+        with open(state_path) as fh:
+            state = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise UserError(f"{state_path} cannot be read ({type(e).__name__}): re-run with overwrite=true, or use "
+                        "another output_dir") from None
+    if not isinstance(state, dict):
+        raise UserError(f"{state_path} is not a ragscale resume state: re-run with overwrite=true, or use another "
+                        "output_dir")
+    return state
+
+
+def prepare(out_dir: str, fingerprint: dict, *, resume: bool, overwrite: bool) -> list[str]:
+    """Create ``out_dir`` for a run (the caller holds its lock: ragscale.io.lock): keep a previous
+    run's records.jsonl to resume from (its torn last line cut off; ``finished_keys`` lists what it
+    holds) or remove it. Returns the lines to print (inputs that grew by appended records).
+
+    A previous run with another configuration (metrics, encoder, inputs), or over inputs whose
+    content changed (``check_inputs``: the state records each input's size and sha256), is not
+    mixed in: that is a UserError unless ``overwrite`` is set, which starts afresh. A state written
+    before input identities were recorded resumes with a warning (its inputs cannot be compared).
     """
     os.makedirs(out_dir, exist_ok=True)
     state_path = os.path.join(out_dir, STATE)
     records_path = os.path.join(out_dir, RECORDS)
-    previous = None
-    if os.path.exists(state_path):
-        with open(state_path) as fh:
-            previous = json.load(fh)
+    previous = None if overwrite or not resume else _previous_state(state_path)
     if overwrite or not resume:
         for name in (RECORDS, *DERIVED):
             p = os.path.join(out_dir, name)
             if os.path.exists(p):
                 os.remove(p)
-        previous = None
-    elif previous is not None and previous != fingerprint:
-        changed = sorted(k for k in set(previous) | set(fingerprint) if previous.get(k) != fingerprint.get(k))
+    config = {k: v for k, v in (previous or {}).items() if k != IDENTITIES}
+    if previous is not None and config != fingerprint:
+        changed = sorted(k for k in set(config) | set(fingerprint) if config.get(k) != fingerprint.get(k))
         raise UserError(
             f"output_dir {out_dir} holds a run with a different configuration ({', '.join(changed)}); "
             "use another output_dir or overwrite=true"
         )
+    state, notes = dict(fingerprint), []
+    if isinstance(fingerprint.get("inputs"), list):
+        before = (previous or {}).get(IDENTITIES)
+        if previous is not None and not isinstance(before, list):
+            notes.append(f"[ragscale] warning: {state_path} predates input checks: resuming without comparing "
+                         "the inputs (re-run with overwrite=true if they changed)")
+        state[IDENTITIES], grown = check_inputs(before if isinstance(before, list) else [], fingerprint["inputs"])
+        notes += grown
     with open(state_path, "w") as fh:
-        json.dump(fingerprint, fh, indent=1, sort_keys=True)
+        json.dump(state, fh, indent=1, sort_keys=True)
     if os.path.exists(records_path):
         _truncate_torn_tail(records_path)
+    return notes
 
 
 def finished_keys(out_dir: str) -> Iterator[str]:
@@ -101,7 +208,7 @@ def finished_keys(out_dir: str) -> Iterator[str]:
     path = os.path.join(out_dir, RECORDS)
     if os.path.exists(path):
         for rec in iter_records(path):
-            key = (rec.get("ragscale") or {}).get("record_key")
+            key = (rec.get("ragscale") or {}).get("record_key") if isinstance(rec, dict) else None
             if key:
                 yield key
 

@@ -15,7 +15,7 @@ import math
 import os
 from typing import Any
 
-from ragscale.exitcodes import FAILED, OK, finished, outcome
+from ragscale.exitcodes import FAILED, OK, STOPPED, finished, outcome
 from ragscale.metrics.registry import label, lookup
 from ragscale.report.html import PALETTE, _Dist, _Scan, fmt, trunc
 from ragscale.report.html_records import lowest_section
@@ -124,14 +124,14 @@ def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
     "failed" with the reason for a run that stopped), models, records, what ranks."""
     metric, calibrated = ranking(board)
     errored = sum(scan.error_stages.values())
-    stopped = run is not None and run.get("status") == "failed"
+    stopped = run is not None and run.get("status") in STOPPED  # failed, or interrupted by a signal
     code = FAILED if stopped else finished(scan.seq, errored)
     failure = None
     if stopped:
         records = run.get("records") if isinstance(run.get("records"), dict) else {}
         reason = run.get("failure") or "; ".join(f"{k}: {v}" for k, v in records.items()) or "no reason given"
         failure = trunc(str(reason), 300)
-    status = "failed" if stopped else outcome(code, scan.seq, errored)
+    status = str(run.get("status")) if stopped else outcome(code, scan.seq, errored)
     n = len(board["models"])
     return {"status": status + (" (no run.json)" if run is None else ""), "ok": code == OK, "failure": failure,
             "errors_link": errored > 0, "models": f"{n} model{'s' if n != 1 else ''}", "records": scan.seq,
