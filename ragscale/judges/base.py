@@ -66,6 +66,21 @@ def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, 
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+class NestedTooDeep(ValueError):
+    """A JSON text nested deeper than Python's parser follows (its recursion limit, ~1,000 levels)."""
+
+
+def loads_json(text: str, strict: bool = True) -> Any:
+    """``json.loads``, with a text nested too deep for it raising ``NestedTooDeep`` (a ValueError)
+    instead of RecursionError: every parser that reads a judge's output as JSON reads it through
+    this, so that such an output is unreadable JSON for that judge, never an exception that takes
+    the record (or the batch) with it."""
+    try:
+        return json.loads(text, strict=strict)
+    except RecursionError:
+        raise NestedTooDeep("JSON nested deeper than Python's recursion limit") from None
+
+
 def load_json_object(judge: str, raw: str) -> dict:
     """Parse a constrained-decoding output (a JSON object), or raise JudgeParseError.
 
@@ -73,7 +88,9 @@ def load_json_object(judge: str, raw: str) -> dict:
     grammar lets a small model put a literal newline in an explanation, which says nothing
     about the score that follows it."""
     try:
-        obj = json.loads(raw, strict=False)
+        obj = loads_json(raw, strict=False)
+    except NestedTooDeep:
+        raise JudgeParseError(judge, raw, "output is not JSON (nested too deeply)") from None
     except (TypeError, ValueError):
         raise JudgeParseError(judge, raw, "output is not JSON") from None
     if not isinstance(obj, dict):

@@ -13,11 +13,10 @@ Shared by idk.py, radbench.py and underspecified.py; nothing here runs under ``c
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Sequence
 
-from ragscale.judges.base import JudgePrompt
+from ragscale.judges.base import JudgePrompt, loads_json
 
 SYSTEM = "You are a helpful assistant."
 SAMPLING = (0.0, 100)  # (temperature, seed) of AzureOpenAIClient._params
@@ -62,20 +61,34 @@ def split_conversation(inquiry: str) -> tuple[str, str]:
 
 
 # extract_rating's patterns, in its order: every pattern that matches overwrites the rating
-# with its first match (no break), so the last matching pattern wins.
+# with its first match (no break), so the last matching pattern wins. MT-RAG writes a number as
+# ``\d*\.?\d+`` (or with ``[0-9]``); that form backtracks catastrophically on a long run of
+# digits (cubic for "out of 10": a 5,000-digit output would hold the judge for hours), so
+# ``_num`` spells the same strings unambiguously, and "out of 10" skips start positions inside a
+# number (a number starting there would also start one position earlier, unless it has a sign):
+# the same first match as MT-RAG's patterns (tests/unit/test_judge_hostile_outputs.py compares
+# them on random texts), in linear time per match.
+
+
+def _num(d: str) -> str:
+    """MT-RAG's ``{d}*\\.?{d}+`` (``d``: its digit class) without its ambiguity."""
+    return rf"(?:{d}+(?:\.{d}+)?|\.{d}+)"
+
+
+_N09, _ND = _num("[0-9]"), _num(r"\d")
 _RATING_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"Rating: \[\[(\d+)\]\]",
     r"Rating: (\d+)",
     r"\[\[(\d+)\]\]",
     r"\[(\d+)\]",
-    r"Rating: \[\[([0-9]*\.?[0-9]+)\]\]",
-    r"Overall Rating: ([0-9]*\.?[0-9]+)",
-    r"Score: ([0-9]*\.?[0-9]+)/10",
-    r"Score: ([0-9]*\.?[0-9]+)",
+    rf"Rating: \[\[({_N09})\]\]",
+    rf"Overall Rating: ({_N09})",
+    rf"Score: ({_N09})/10",
+    rf"Score: ({_N09})",
     r"\[Rating\]\n(\d+)",
     r"Rating: \[\[(\d+)/10\]\]",
-    r"Rating: \[\[([-+]?\d*\.?\d+)",
-    r"([-+]?\d*\.?\d+) out of 10",
+    rf"Rating: \[\[([-+]?{_ND})",
+    rf"(?:(?<!\d)|(?=[-+]))([-+]?{_ND}) out of 10",
 ))
 _FOR_EXAMPLE = re.compile(r"for example:.*?$", re.IGNORECASE | re.MULTILINE)
 
@@ -123,7 +136,7 @@ def underspecified_decision(text: str) -> float:
     if not body.endswith("}"):
         body = body + "}"
     try:
-        obj = json.loads(body)
+        obj = loads_json(body)  # nested too deep: a ValueError (MT-RAG's bare except: 0.5)
         decision = obj.get("decision", "").lower()
     except (ValueError, AttributeError, TypeError):
         return DEFAULT

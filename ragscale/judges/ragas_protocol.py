@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Sequence
 
-from ragscale.judges.base import JudgeParseError, JudgePrompt, Step
+from ragscale.judges.base import JudgeParseError, JudgePrompt, NestedTooDeep, Step, loads_json
 from ragscale.judges.templates import load_template
 
 
@@ -82,9 +82,11 @@ def _loads_partial(s: str) -> Any:
     else with an unterminated string closed (a dangling backslash dropped) and unclosed
     brackets closed, dropping trailing characters until that parses. ``None`` when a bracket
     closes one of the other kind; JSONDecodeError when nothing parses. (LangChain also escapes
-    raw newlines inside strings there: the same value, since control characters are allowed.)"""
+    raw newlines inside strings there: the same value, since control characters are allowed.)
+    A text nested too deep raises NestedTooDeep (LangChain: a RecursionError, which ragas does
+    not fix but counts as the row's failure)."""
     try:
-        return json.loads(s, strict=False)
+        return loads_json(s, strict=False)
     except json.JSONDecodeError:
         pass
     kept: list[str] = []
@@ -114,10 +116,10 @@ def _loads_partial(s: str) -> Any:
     closers = "".join(reversed(open_brackets))
     while kept:
         try:
-            return json.loads("".join(kept) + closers, strict=False)
+            return loads_json("".join(kept) + closers, strict=False)
         except json.JSONDecodeError:
             kept.pop()
-    return json.loads(s, strict=False)
+    return loads_json(s, strict=False)
 
 
 _STRIP = " \n\r\t`"
@@ -224,6 +226,8 @@ def _parser(judge: str, chain: Sequence[Any], retries_left: int) -> Callable[[st
     def parse(raw: str) -> Any:
         try:
             value = ragas_parse(chain[0], raw)
+        except NestedTooDeep:  # ragas: an exception it does not fix (the row's metric NaN)
+            raise JudgeParseError(judge, raw, "not ragas' output model (JSON nested too deeply)") from None
         except ValueError as e:
             if retries_left:
                 return _Unparsed(raw)

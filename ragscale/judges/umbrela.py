@@ -64,13 +64,12 @@ no-answer and nugget judges too.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
-                                  load_json_object)
+                                  load_json_object, loads_json)
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.trec import umbrela_mean
 from ragscale.record import passage_ids_of, query_of
@@ -149,7 +148,7 @@ class OragOutput:
         one of the labels exactly (no stripping, no case folding, no number for a string;
         other keys ignored). Anything else raises JudgeParseError."""
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)  # nested too deep: a ValueError
         except (TypeError, ValueError):
             raise JudgeParseError(judge, raw, "output is not JSON") from None
         if _has_lone_surrogate(obj):
@@ -170,13 +169,18 @@ class OragOutput:
 
 def _has_lone_surrogate(obj: Any) -> bool:
     """A string (key or value) holding an unpaired UTF-16 surrogate, which Python's json
-    decodes from an escape and pydantic's JSON parser rejects."""
-    if isinstance(obj, str):
-        return any(0xD800 <= ord(c) <= 0xDFFF for c in obj)
-    if isinstance(obj, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in obj.items())
-    if isinstance(obj, list):
-        return any(_has_lone_surrogate(v) for v in obj)
+    decodes from an escape and pydantic's JSON parser rejects. Iterative: any depth json reads."""
+    todo = [obj]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in item):
+                return True
+        elif isinstance(item, dict):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
     return False
 
 
