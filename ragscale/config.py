@@ -79,6 +79,12 @@ class JudgeConf:
     # constrained: ragscale's schema-constrained prompts (right for small local models);
     # reference: each judge's prompts, sampling and parsing as its reference does them
     protocol: str = "constrained"
+    # an output longer than this is cut to it before anything reads it: the parser, the record and the
+    # judge cache see the same text (the rest counted, a warning per record); null: no cap (docs/judges.md)
+    max_raw_chars: Optional[int] = 20_000
+    # a cached output that does not parse: asked again (true), replayed (false), or asked again only
+    # when overwrite=true (null, the default)
+    retry_unparsed: Optional[bool] = None
     options: Dict[str, Any] = field(default_factory=dict)  # engine-specific (actors/engines/*.OPTIONS)
 
 

@@ -291,6 +291,18 @@ def passage_ids_of(obj: dict, n: int) -> list[str]:
     return [f"[{i + 1}]" for i in range(n)]
 
 
+ENGINE_ERROR = "engine error"  # how a judge error of an engine that failed (after its retries) starts
+
+
+def judge_error_kind(err: dict) -> str:
+    """A ``judge_errors`` entry's kind: ``undefined`` (the metric has no value by definition),
+    ``engine`` (the engine gave no output after its retries: the record failed, docs/exit-codes.md)
+    or ``parse`` (the judge answered, but no usable judgement came of it)."""
+    if err.get("undefined"):
+        return "undefined"
+    return "engine" if str(err.get("reason", "")).startswith(ENGINE_ERROR) else "parse"
+
+
 def add_judge_errors(row: dict, entries: Iterable[dict]) -> None:
     """Append entries (``{judge, reason, raw?, undefined?, ...}``) to the row's ``judge_errors`` JSON list."""
     entries = list(entries)

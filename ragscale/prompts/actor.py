@@ -185,9 +185,10 @@ class DryActor(JudgeActor):
 
     # -- the engine-facing part: note what was asked -----------------------------------------
 
-    def _generate(self, prompts: list[JudgePrompt], attempt: int, stats: Any) -> list[tuple[str, str | None]]:
+    def _generate(self, prompts: list[JudgePrompt], attempt: int, stats: Any,
+                  steps: list | None = None) -> list[tuple[str, str | None, int]]:
         self.recorder.attempt = attempt
-        out = super()._generate(prompts, attempt, stats)
+        out = super()._generate(prompts, attempt, stats, steps)
         found = self.cache.found if self.cache is not None else {}
         for p in prompts:
             key = cache_key(self.engine_name, self.model_name, p, reask_sampling(p, attempt))

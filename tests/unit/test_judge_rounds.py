@@ -147,9 +147,9 @@ def test_reasked_samples_stay_different_draws(actor_with):
         return engine_generate(prompts, temperature=temperature, seed=seed)
 
     actor.engine.generate = generate
-    from ragscale.actors.judge import _Stats
+    from ragscale.actors.judge_runs import JudgeStats
 
-    stats = _Stats()
+    stats = JudgeStats()
     out = actor._generate(samples, 1, stats)
     assert sorted(seen) == [(0.7, 1, 1), (0.7, 1001, 1), (0.7, 2001, 1)]  # three draws, none merged
     assert len(out) == 3 and not stats.d.get("judge_dedup_hits")
