@@ -197,7 +197,8 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
                       "call evaluate again with the same output_dir to resume", RuntimeWarning, stacklevel=2)
     elif code != OK:  # finished, but some or all records failed: each has its error (to_pandas: error_message)
         rec = run.run_info.get("records") or {}
-        warnings.warn(f"ragscale run in {out_dir}: {outcome(code, rec.get('in', 0), rec.get('errored', 0))}; "
+        said = outcome(code, rec.get('in', 0), rec.get('errored', 0), rec.get('judge_failed', 0))
+        warnings.warn(f"ragscale run in {out_dir}: {said}; "
                       "each failed record has its error_message in Run.to_pandas()", RuntimeWarning, stacklevel=2)
     return run
 

@@ -72,14 +72,16 @@ def worst(codes: Iterable[int]) -> int:
     return min((c if c in rank else FAILED for c in codes), key=lambda c: rank[c], default=OK)
 
 
-def outcome(code: int, records_in: int, errored: int) -> str:
+def outcome(code: int, records_in: int, errored: int, judge_failed: int = 0) -> str:
     """How the console's last lines and report.html's status line word a finished run's code:
-    "ok" only when every record was scored."""
+    "ok" only when every record was scored. ``judge_failed``: how many of the ``errored``
+    records failed because their judge engine did (run.json's ``records.judge_failed``)."""
+    why = f" (the judge engine failed on {judge_failed})" if judge_failed else ""
     if code == OK:
         return "ok"
     if code == RECORD_ERRORS:
-        return f"{errored} of {records_in} records failed"
+        return f"{errored} of {records_in} records failed{why}"
     if code == NOTHING_SCORED:
         return ("nothing scored: the input held no record" if records_in == 0
-                else f"nothing scored: all {records_in} records failed")
+                else f"nothing scored: all {records_in} records failed{why}")
     return STATUS.get(code, "failed")

@@ -216,9 +216,11 @@ def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Sign
     summary, outputs, failure = _finish(cfg, plan, out_dir, failure, timings, printer)
     missing = len(pointers) - keys.expected_done()
     timings["total"] = time.time() - t_start
+    overall = summary.get("overall") or {}  # failed records: an error, or a judge engine that failed (summary.py)
+    judge_failed = int(overall.get("judge_failed") or 0)
     records = {"in": len(pointers), "resumed": len(pointers) - len(todo), "written_this_run": writer.written,
-               "out": keys.expected_done(), "errored": int((summary.get("overall") or {}).get("errors") or 0),
-               "missing": missing, "duplicates_dropped": writer.duplicates}
+               "out": keys.expected_done(), "errored": int(overall.get("errors") or 0) + judge_failed,
+               "judge_failed": judge_failed, "missing": missing, "duplicates_dropped": writer.duplicates}
     info = build_run_info(cfg, plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
                           ray_info=ray_info, records=records)
     info["outputs"] = outputs.finish_reports(summary, info)
@@ -320,8 +322,10 @@ def _print_files(out_dir: str, summary: dict, info: dict, printer: Printer, trac
     if code == OK:
         printer("[ragscale] ok: every record was scored")
     else:
-        where = f"{report}#errors" if report else os.path.join(out_dir, "records.jsonl")
-        printer(f"[ragscale] warning: {outcome(code, rec['in'], rec['errored'])} (exit code {code})"
+        anchor = "errors" if rec["errored"] > rec.get("judge_failed", 0) else "judges"  # only judges failed: their table
+        where = f"{report}#{anchor}" if report else os.path.join(out_dir, "records.jsonl")
+        printer(f"[ragscale] warning: {outcome(code, rec['in'], rec['errored'], rec.get('judge_failed', 0))} "
+                f"(exit code {code})"
                 + (f"; their errors: {where}" if rec["errored"] else ""))
     printer(f"[ragscale] open the report: {report}" if report
             else f"[ragscale] summary: {os.path.join(out_dir, 'summary.json')}")

@@ -38,6 +38,7 @@ from typing import Any, Sequence
 import jinja2
 
 from ragscale.metrics.registry import record_scalar
+from ragscale.record import judge_error_kind
 from ragscale.report.html_records import Lowest, record_info
 from ragscale.report.plots import check_run_dir, is_flag, read_json
 from ragscale.report.summary import Unreadable
@@ -108,12 +109,7 @@ class _JudgeIssues:
         self.examples: list[dict] = []
 
     def add(self, err: dict, model: str, key: str) -> None:
-        if err.get("undefined"):
-            kind = "undefined"
-        elif str(err.get("reason", "")).startswith("engine error"):
-            kind = "engine errors"
-        else:
-            kind = "parse failures"
+        kind = {"undefined": "undefined", "engine": "engine errors", "parse": "parse failures"}[judge_error_kind(err)]
         self.counts[kind] += 1
         reason = trunc(str(err.get("reason", "")), 200)
         if reason in self.reasons or len(self.reasons) < 200:
@@ -147,6 +143,7 @@ class _Scan:
         self.judges: dict[str, _JudgeIssues] = defaultdict(_JudgeIssues)
         self.detail_judges: set[str] = set()
         self.error_stages: Counter[str] = Counter()
+        self.judge_failed = 0  # records without an error whose judge engine failed: failed records (summary.py)
         self.error_examples: list[dict] = []
         self.warnings = 0
         self.seq = 0
@@ -174,10 +171,12 @@ class _Scan:
         rs = rec.get("ragscale") if isinstance(rec.get("ragscale"), dict) else {}
         key = str(rs.get("record_key") or f"line {self.seq}")
         self.warnings += len(rs.get("warnings") or [])
+        engine_failed = False
         for err in rs.get("judge_errors") or []:
             if isinstance(err, dict):
                 judge = str(err.get("judge")) + (f"@{err['tag']}" if err.get("tag") else "")
                 self.judges[judge].add(err, model, key)
+                engine_failed |= judge_error_kind(err) == "engine"
         if isinstance(rs.get("details"), dict):
             self.detail_judges.update(str(k) for k in rs["details"])
         err = rec.get("error")
@@ -190,6 +189,7 @@ class _Scan:
                 self.error_examples.append({"record": key, "model": model, "stage": stage,
                                             "message": trunc(str(msg), 600)})
             return
+        self.judge_failed += engine_failed
         metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
         info: list[dict] = []  # the record's card, built once for every list it is among the lowest of
         for name, value in metrics.items():

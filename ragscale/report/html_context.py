@@ -123,7 +123,7 @@ def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
     "ok" only when every record was scored, else e.g. "4 of 6 records failed", linked to the errors;
     "failed" with the reason for a run that stopped), models, records, what ranks."""
     metric, calibrated = ranking(board)
-    errored = sum(scan.error_stages.values())
+    errored = sum(scan.error_stages.values()) + scan.judge_failed  # failed records, as the run counts them
     stopped = run is not None and run.get("status") in STOPPED  # failed, or interrupted by a signal
     code = FAILED if stopped else finished(scan.seq, errored)
     failure = None
@@ -131,10 +131,11 @@ def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
         records = run.get("records") if isinstance(run.get("records"), dict) else {}
         reason = run.get("failure") or "; ".join(f"{k}: {v}" for k, v in records.items()) or "no reason given"
         failure = trunc(str(reason), 300)
-    status = str(run.get("status")) if stopped else outcome(code, scan.seq, errored)
+    status = str(run.get("status")) if stopped else outcome(code, scan.seq, errored, scan.judge_failed)
     n = len(board["models"])
     return {"status": status + (" (no run.json)" if run is None else ""), "ok": code == OK, "failure": failure,
-            "errors_link": errored > 0, "models": f"{n} model{'s' if n != 1 else ''}", "records": scan.seq,
+            "errors_link": errored > 0, "errors_anchor": "errors" if errored > scan.judge_failed else "judges",
+            "models": f"{n} model{'s' if n != 1 else ''}", "records": scan.seq,
             "ranking": None if metric is None else
             f"ranked by the {'calibrated ' if calibrated else ''}mean of {metric} ({_direction(metric)})"}
 

@@ -11,6 +11,11 @@ handled correctly when an unanswerable or conversational question gets a full ID
 (MTRAG-UN) an underspecified one gets a clarification request (``underspecified_eval
 == 1``). Records whose needed judge failed are left out.
 
+Failed records: ``errors`` counts the records that failed outright (an ``error``, no metrics),
+``judge_failed`` those whose judge engine gave no output after its retries (an ``engine error``
+in ``judge_errors``; their other metrics count in the means). Both are failed records for the
+exit code (docs/exit-codes.md); a judge that answered without a usable judgement is not.
+
 Turns (MT-RAG's ``turn``, 1-based): when any record has one, each block also has
 ``by_turn`` with the first turn (``"1"``) and the later turns (``">1"``), the split that
 MT-RAG reports (later turns are harder); records without a usable turn are in neither.
@@ -30,7 +35,7 @@ import pyarrow.parquet as pq
 
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
-from ragscale.record import answer_of, answerability_of, inputs_of, is_unreadable
+from ragscale.record import answer_of, answerability_of, inputs_of, is_unreadable, judge_error_kind
 
 ALL = "ALL"
 UNKNOWN = "UNKNOWN"  # the answerability class of a record without one
@@ -59,6 +64,7 @@ class _Acc:
     def __init__(self) -> None:
         self.count = 0
         self.errors = 0
+        self.judge_failed = 0  # records without an error whose judge engine failed (docs/exit-codes.md: failed)
         self.sums: dict[str, float] = defaultdict(float)
         self.ns: dict[str, int] = defaultdict(int)
         self.parse_failures: dict[str, int] = defaultdict(int)
@@ -70,20 +76,24 @@ class _Acc:
 
     def add(self, rec: dict, metrics: Sequence[str]) -> None:
         self.count += 1
+        engine_failed = False
         for err in (rec.get("ragscale") or {}).get("judge_errors") or []:
             judge = str(err.get("judge")) + (f"@{err['tag']}" if err.get("tag") else "")
-            if err.get("undefined"):
+            kind = judge_error_kind(err)
+            if kind == "undefined":
                 self.undefined[judge] += 1
                 reasons, reason = self.undefined_reasons[judge], str(err.get("reason") or "no reason given")
                 if reason in reasons or len(reasons) < MAX_REASONS:
                     reasons[reason] += 1
-            elif str(err.get("reason", "")).startswith("engine error"):
+            elif kind == "engine":
                 self.engine_errors[judge] += 1
+                engine_failed = True
             else:
                 self.parse_failures[judge] += 1
         if rec.get("error") is not None:
             self.errors += 1
             return
+        self.judge_failed += engine_failed
         correct = answerability_correct(_answerability(rec), rec.get("metrics") or {})
         if correct is not None:
             self.ans_n += 1
@@ -103,6 +113,7 @@ class _Acc:
         return {
             "count": self.count,
             "errors": self.errors,
+            "judge_failed": self.judge_failed,
             "metrics": {m: (self.sums[m] / self.ns[m] if self.ns[m] else None) for m in metrics},
             "n": {m: self.ns[m] for m in metrics},
             "judge_parse_failures": dict(self.parse_failures),

@@ -74,15 +74,16 @@ def inputs(tmp_path_factory):
     return path, sample_copies(path, COPIES)
 
 
-def run(cluster, inp, out, *overrides: str) -> tuple[dict, dict]:
-    """One evaluation on the cluster through ``ragscale.run.execute``: (records by key, run.json)."""
+def run(cluster, inp, out, *overrides: str, code: int = 0) -> tuple[dict, dict]:
+    """One evaluation on the cluster through ``ragscale.run.execute``: (records by key, run.json);
+    the run must exit with ``code`` (ragscale.exitcodes)."""
     from ragscale.run import compose, execute
 
     lines: list[str] = []
     args = ["+scenario=mtrag", f"input={inp}", f"output_dir={out}", f"cluster.address={cluster.address}",
             "html_report=false", "print_summary=false", "progress_interval_s=3600", *overrides]
-    code = execute(compose(args), printer=lines.append)
-    assert code == 0, "\n".join(lines)
+    got = execute(compose(args), printer=lines.append)
+    assert got == code, "\n".join(lines)
     with open(out / "run.json") as fh:
         info = json.load(fh)
     return records_by_key(out), info
@@ -353,13 +354,14 @@ def test_judge_endpoint_refusing_for_a_while(cluster, inputs, tmp_path):
 def test_judge_endpoint_always_failing(cluster, inputs, baseline, tmp_path, failure):
     """The endpoint never answers (HTTP 500 every time, or nothing listening): after 3 attempts
     per prompt each record gets a judge error naming the failure; the run finishes and every
-    record is there with its other metrics."""
+    record is there with its other metrics, but it does not exit 0: a record whose judge engine
+    failed is a failed record, so every record failed (exit 4, docs/exit-codes.md)."""
     inp, _ = inputs
     server = FlakyJudgeServer(failures=None) if failure == "http500" else None
     url = server.url if server else refused_url()
     t0 = time.time()
     try:
-        recs, info = run(cluster, inp, tmp_path / "out", *judge_openai(url, tmp_path, max_attempts=3))
+        recs, info = run(cluster, inp, tmp_path / "out", *judge_openai(url, tmp_path, max_attempts=3), code=4)
     finally:
         if server:
             server.close()
@@ -376,6 +378,7 @@ def test_judge_endpoint_always_failing(cluster, inputs, baseline, tmp_path, fail
         assert err["reason"].startswith(f"engine error: openai engine: {url}/chat/completions: "), err
         assert expected in err["reason"] and err["reason"].endswith("(3 attempts)"), err
     assert info["judge_work"].get("generations", 0) == 0
+    assert info["status"] == "nothing_scored" and info["records"]["judge_failed"] == ENDPOINT_LIMIT
     assert_same_non_llm_metrics(recs, baseline)
 
 
