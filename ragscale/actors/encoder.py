@@ -306,7 +306,7 @@ class RelevancyActor:
     def _score(self, rows: list[dict]) -> int:
         from ragscale.judges.ragas_metrics import ANSWER_RELEVANCY
         from ragscale.metrics.relevancy import answer_relevancy_score
-        from ragscale.record import add_judge_errors
+        from ragscale.record import ENGINE_ERROR, add_judge_errors
 
         todo = []
         for r in rows:
@@ -321,7 +321,7 @@ class RelevancyActor:
             failed = next((errors.get(t, "no embedding returned") for t in needed if t not in vecs), None)
             score, entry = None, {"judge": ANSWER_RELEVANCY, "stage": "relevancy"}
             if failed is not None:
-                add_judge_errors(r, [{**entry, "reason": f"engine error: {failed}"}])
+                add_judge_errors(r, [{**entry, "reason": f"{ENGINE_ERROR}: {failed}"}])
             else:
                 score = answer_relevancy_score(vecs[d["question"]], [vecs[q] for q in d["generated"]],
                                                d["generated"], d["noncommittal"])
