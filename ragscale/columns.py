@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragscale.io.identity import ident
+
 # field -> what it is (docs/inputs.md shows this table)
 FIELDS: dict[str, str] = {
     "question": "the user's question (a string)",
@@ -80,20 +82,17 @@ def as_list(value: Any) -> Any:
             import ast
             import json
 
+            from ragscale.io.lines import MAX_DEPTH, depth
+
             for parse in (json.loads, ast.literal_eval):
                 try:
                     parsed = parse(text)
                 except (ValueError, SyntaxError, MemoryError, RecursionError):
                     continue
-                if isinstance(parsed, list):
+                if isinstance(parsed, list) and depth(parsed) <= MAX_DEPTH:  # deeper: kept as the text it is
                     return parsed
         return [value]
     return value
-
-
-def _ident(value: Any) -> Any:
-    """An id cell as a string (``7`` -> ``"7"``); None stays None."""
-    return None if value is None else value if isinstance(value, str) else str(value)
 
 
 def remap(obj: Any, columns: dict[str, str]) -> Any:
@@ -111,7 +110,10 @@ def remap(obj: Any, columns: dict[str, str]) -> Any:
             view.pop(name, None)
     for field, value in values.items():
         if field in ("model_id", "task_id"):
-            value = _ident(value)
+            try:
+                value = ident(value)
+            except ValueError:  # not an id: the reader refuses it (a model), or keeps its text (a task)
+                pass
         elif field == "contexts" and value is not None:
             value = as_list(value)
         elif field == "reference" and value is not None:

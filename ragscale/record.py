@@ -12,7 +12,6 @@ input object as the output keeps it) without parsing the input again.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -20,6 +19,9 @@ import pyarrow as pa
 
 from ragscale.columns import RAGAS_ANSWER, RAGAS_CONTEXTS, RAGAS_QUESTION, RAGAS_REFERENCE, no_answer, remap
 from ragscale.errors import RecordError
+from ragscale.io.identity import model_of
+from ragscale.io.lines import clean_nan, parse
+from ragscale.io.output_line import OUTPUT_COLUMNS, output_line  # noqa: F401 - re-exported: the writer's side of the Record
 
 TURN = pa.struct([("speaker", pa.string()), ("text", pa.string())])
 ROW_SCHEMA = pa.schema(
@@ -96,17 +98,6 @@ def input_view(row: dict) -> dict:
     if row.get("labels") is not None:
         view["labels"] = json.loads(row["labels"])
     return view
-
-
-def clean_nan(value: Any) -> Any:
-    """Replace float NaN/inf (MT-RAG files carry literal ``NaN`` tokens) with None, recursively."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: clean_nan(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_nan(v) for v in value]
-    return value
 
 
 def _text(value: Any, where: str) -> str:
@@ -333,42 +324,51 @@ def is_unreadable(rec: dict) -> bool:
     return rec.get("error") is not None and UNREADABLE in rec and "ragscale" in rec
 
 
-def read_record(raw: str, *, key: str, model_id: str, task_id: str | None, source_file: str, source_line: int,
-                need_targets: bool, columns: dict[str, str] | None = None) -> Record:
+def _read_input(rec: Record, obj: dict, view: dict, text: str, columns: dict[str, str]) -> None:
+    """The input part of a readable record: what the output keeps of it (the line itself when it can:
+    no NaN, no key ragscale writes but its own string model_id), its own metrics, task id, question,
+    turns, answer status and labels."""
+    own_id = isinstance(view.get("model_id"), str) and bool(view["model_id"].strip())
+    mapped_id = view is not obj and columns.get("model_id", "model_id") != "model_id"
+    # a mapped task id is written as task_id (as ragscale writes model_id), so that every tool reads it
+    extra = {"task_id": str(view["task_id"])} if view is not obj and "task_id" not in obj \
+        and view.get("task_id") is not None else {}
+    verbatim = "NaN" not in text and "Infinity" not in text and not any(k in obj for k in RESERVED[1:]) \
+        and ("model_id" not in obj or own_id) and not mapped_id and not extra
+    clean = obj if verbatim else clean_nan(obj)
+    rec.input_has_model_id = verbatim and own_id and "model_id" in obj
+    rec.input_json = text.strip() if verbatim else json.dumps(
+        {**{k: v for k, v in clean.items() if k not in RESERVED}, **extra}, ensure_ascii=False)
+    if isinstance(clean.get("metrics"), dict) and clean["metrics"]:
+        rec.input_metrics = json.dumps(clean["metrics"], ensure_ascii=False)
+    if view.get("task_id") is not None:
+        rec.task_id = str(view["task_id"])
+    rec.query, rec.conversation = query_of(view), _turns(view.get("input"))
+    if isinstance(obj.get("answer_status"), str):
+        rec.answer_status = obj["answer_status"]
+    if obj.get("labels") is not None:
+        rec.labels = json.dumps(clean["labels"])
+
+
+def read_record(raw: str | bytes, *, key: str, model_id: str, task_id: str | None, source_file: str,
+                source_line: int, need_targets: bool, columns: dict[str, str] | None = None) -> Record:
     """Parse one input line (the only parse of it) into a Record; a bad record gets an ``error``
-    (stage ``input``) and keeps its input for the output. ``columns`` names the user's columns
-    for the fields ragscale reads (ragscale.columns); the output keeps the user's names."""
-    rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({UNREADABLE: raw}, ensure_ascii=False))
+    (stage ``input``) and keeps its input for the output. A line that cannot be read (not UTF-8,
+    not JSON, nested too deep: ragscale.io.lines) or names no usable model (ragscale.io.identity)
+    is kept whole under ``input_line``, its error naming the file and line. ``columns`` names the
+    user's columns for the fields ragscale reads (ragscale.columns); the output keeps the user's names."""
+    text = raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
+    rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({UNREADABLE: text}, ensure_ascii=False))
     try:
-        obj = json.loads(raw)
-    except ValueError as e:
-        rec.error = error_json("input", f"line is not valid JSON: {e}")
+        obj = parse(raw)
+        view = remap(obj, columns) if columns else obj
+        own = model_of(view, "") if isinstance(view, dict) else ""
+    except ValueError as e:  # LineError, or a model_id that is no id
+        rec.error = error_json("input", f"{source_file}: line {source_line}: {e}")
         return rec
-    view = remap(obj, columns) if columns else obj
     if isinstance(obj, dict):
-        own_id = isinstance(view.get("model_id"), str) and bool(view["model_id"].strip())
-        mapped_id = view is not obj and (columns or {}).get("model_id", "model_id") != "model_id"
-        # a mapped task id is written as task_id (as ragscale writes model_id), so that every tool reads it
-        extra = {"task_id": str(view["task_id"])} if view is not obj and "task_id" not in obj \
-            and view.get("task_id") is not None else {}
-        # the line itself when it is what the output keeps: no NaN, no key ragscale writes (but its own model_id)
-        verbatim = "NaN" not in raw and "Infinity" not in raw and not any(k in obj for k in RESERVED[1:]) \
-            and ("model_id" not in obj or own_id) and not mapped_id and not extra
-        clean = obj if verbatim else clean_nan(obj)
-        rec.input_has_model_id = verbatim and own_id and "model_id" in obj
-        rec.input_json = raw.strip() if verbatim else json.dumps(
-            {**{k: v for k, v in clean.items() if k not in RESERVED}, **extra}, ensure_ascii=False)
-        if isinstance(clean.get("metrics"), dict) and clean["metrics"]:
-            rec.input_metrics = json.dumps(clean["metrics"], ensure_ascii=False)
-        if own_id:
-            rec.model_id = view["model_id"]
-        if view.get("task_id") is not None:
-            rec.task_id = str(view["task_id"])
-        rec.query, rec.conversation = query_of(view), _turns(view.get("input"))
-        if isinstance(obj.get("answer_status"), str):
-            rec.answer_status = obj["answer_status"]
-        if obj.get("labels") is not None:
-            rec.labels = json.dumps(clean["labels"])
+        _read_input(rec, obj, view, text, columns or {})
+        rec.model_id = own or rec.model_id
     try:
         if columns and "answer" in columns and isinstance(obj, dict) and obj.get(columns["answer"]) is None:
             raise RecordError("input", f"no answer: the record has no {columns['answer']!r} (columns.answer)")
@@ -381,35 +381,3 @@ def read_record(raw: str, *, key: str, model_id: str, task_id: str | None, sourc
         setattr(rec, name, value)
     rec.passage_ids = passage_ids_of(view, len(rec.passages or []))
     return rec
-
-
-def _finite(text: str | None, default: str) -> str:
-    """A stage's JSON text as the output writes it: non-finite numbers (never valid JSON) as null."""
-    if not text:
-        return default
-    if "NaN" in text or "Infinity" in text:
-        return json.dumps(clean_nan(json.loads(text)), ensure_ascii=False)
-    return text
-
-
-# The columns the writer reads (``output_line``): the driver converts only these to Python.
-OUTPUT_COLUMNS = ("key", "model_id", "source_file", "source_line", "input_json", "input_metrics", "input_has_model_id",
-                  "metrics", "warnings", "error", "judge_errors", "stats", "details")
-
-
-def output_line(row: dict) -> str:
-    """The records.jsonl line of a finished row: the input's fields kept (NaN as null), plus
-    ``model_id``, ``metrics`` (merged over any metrics the input already had), ``error`` and
-    ``ragscale`` provenance (record key, source file and line, warnings, judge errors with
-    their raw outputs, details). Built from the row's JSON texts without parsing them."""
-    metrics = _finite(row.get("metrics"), "{}")
-    if row.get("input_metrics"):
-        metrics = json.dumps({**json.loads(row["input_metrics"]), **json.loads(metrics)}, ensure_ascii=False)
-    prov = (f'{{"record_key": {json.dumps(row["key"], ensure_ascii=False)}, "source_file": {json.dumps(row["source_file"], ensure_ascii=False)}, '
-            f'"source_line": {int(row["source_line"])}, '
-            f'"warnings": {json.dumps(list(row.get("warnings") or []), ensure_ascii=False)}, '
-            f'"judge_errors": {_finite(row.get("judge_errors"), "[]")}, "details": {_finite(row.get("details"), "{}")}}}')
-    head = (row.get("input_json") or "{}")[:-1]
-    own = "" if row.get("input_has_model_id") else f'"model_id": {json.dumps(row["model_id"], ensure_ascii=False)}, '
-    tail = f'{own}"metrics": {metrics}, "error": {row.get("error") or "null"}, "ragscale": {prov}}}'
-    return head + (", " if head.strip() != "{" else "") + tail

@@ -9,13 +9,14 @@ some records is left to those records' own errors and null metrics.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Iterator, Sequence
 
 from ragscale.columns import guess, remap
 from ragscale.errors import RecordError, UserError
+from ragscale.io.csv_rows import BOM
 from ragscale.io.frames import is_written
-from ragscale.io.inputs import InputFile
+from ragscale.io.inputs import InputFile, parquet_file
+from ragscale.io.lines import LineError, parse
 
 SAMPLE = 1000  # records read per file
 WHAT = {"answer": "an answer", "question": "a question", "contexts": "retrieved passages",
@@ -25,29 +26,30 @@ IDS = ("model_id", "task_id")  # suggested too when a file is read with the wron
 
 
 def sample(f: InputFile, n: int = SAMPLE) -> Iterator[Any]:
-    """The first ``n`` records of an input file as parsed objects (lines that are not JSON skipped);
-    none for open-rag-eval's CSV, whose layout its own reader checks."""
+    """The first ``n`` records of an input file as parsed objects (lines that cannot be read skipped:
+    each is its record's error in the run, ragscale.io.lines); none for open-rag-eval's CSV, whose
+    layout its own reader checks."""
     if f.fmt == "jsonl":
         with open(f.path, "rb") as fh:
             count = 0
-            for line in fh:
+            for lineno, line in enumerate(fh, start=1):
                 if count >= n:
                     return
+                if lineno == 1 and line.startswith(BOM):
+                    line = line[len(BOM):]
                 if not line.strip():
                     continue
                 count += 1
                 try:
-                    yield json.loads(line)
-                except ValueError:
+                    yield parse(line)
+                except LineError:
                     continue
     elif f.fmt == "table":
         from ragscale.io.table_csv import read_rows
 
         yield from read_rows(f.path, limit=n)
     elif f.fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(f.path).iter_batches(batch_size=n):
+        for batch in parquet_file(f.path).iter_batches(batch_size=n):
             yield from batch.to_pylist()
             return
 

@@ -15,16 +15,21 @@ import os
 from typing import Any, Iterable
 
 from ragscale.errors import UserError
+from ragscale.io.lines import MAX_DEPTH, LineError, too_deep
+from ragscale.record import TABLE_FORMAT
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as plain JSON types: numpy scalars and arrays, pandas' NA and NaN as null."""
+def _plain(value: Any, level: int = 0) -> Any:
+    """``value`` as plain JSON types: numpy scalars and arrays, pandas' NA and NaN as null; a
+    LineError when it nests deeper than the readers read (ragscale.io.lines.MAX_DEPTH)."""
+    if isinstance(value, (dict, list, tuple)) and level >= MAX_DEPTH:
+        raise too_deep()
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, level + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, level + 1) for v in value]
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy arrays and scalars
-        return _plain(value.tolist())
+        return _plain(value.tolist(), level)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if value is not None and type(value).__name__ in ("NAType", "NaTType"):
@@ -71,7 +76,13 @@ def write_jsonl(data: Any, folder: str, stem: str = "data") -> str:
     for i, row in enumerate(rows_of(data)):
         if not isinstance(row, dict):
             raise UserError(f"data record {i} must be a mapping of fields, got {type(row).__name__}")
-        lines.append(json.dumps(_plain(row), ensure_ascii=False, allow_nan=False))
+        try:
+            line = json.dumps(_plain(row), ensure_ascii=False, allow_nan=False, default=str)
+            line.encode("utf-8")
+        except (LineError, UnicodeEncodeError) as e:  # that record's input error (ragscale.record.extract_fields)
+            why = e if isinstance(e, LineError) else "holds a lone surrogate (not text any output can hold)"
+            line = json.dumps({"format": TABLE_FORMAT, "input_error": f"data record {i}: {why}"})
+        lines.append(line)
     if not lines:
         raise UserError("data has no records")
     text = "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ import glob
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -136,7 +136,8 @@ def materialize_csv(files: Sequence[InputFile], out_dir: str) -> list[InputFile]
             from ragscale.io.table_csv import read_rows as read_records
 
         os.makedirs(os.path.join(out_dir, "inputs"), exist_ok=True)
-        data = os.path.join(out_dir, "inputs", f"{f.tag}.jsonl")
+        name = f.tag if len(f.tag.encode()) <= 200 else f"{f.stem[:60]}-{f.tag.rsplit('-', 1)[1]}"  # NAME_MAX: 255
+        data = os.path.join(out_dir, "inputs", f"{name}.jsonl")
         tmp = data + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             for rec in read_records(f.path):
@@ -150,44 +151,99 @@ def materialize_csv(files: Sequence[InputFile], out_dir: str) -> list[InputFile]
 class Pointer:
     file_idx: int
     line: int  # 1-based line number (JSONL) or 0-based row index (Parquet)
-    offset: int  # byte offset of the line (JSONL), -1 for Parquet
+    offset: int  # byte offset of the line (JSONL; past a BOM on the first line), -1 for Parquet
     task: str | None = None  # task key used to group a sweep
+    # hash of the record's (model, task, run) (ragscale.io.identity.slot_of; None without one), process-local
+    slot: int | None = field(default=None, compare=False)
+    first: int = -1  # the key_code of the earlier record whose (model, task, run) this one repeats, -1 if none
 
     def key(self, files: Sequence[InputFile]) -> str:
         return f"{files[self.file_idx].tag}:{self.line}"
 
+    def repeat_error(self, files: Sequence[InputFile], model: str, task: str | None) -> str:
+        """The input error of a record that repeats the (model, task, run) of the record ``first``."""
+        from ragscale.io.identity import REPEAT
 
-def _task_of_line(line: bytes, key: str = "task_id") -> str | None:
+        f, line = files[self.first >> KEY_LINE_BITS], self.first & ((1 << KEY_LINE_BITS) - 1)
+        here, there = ("line" if g.read_fmt == "jsonl" else "row" for g in (files[self.file_idx], f))
+        return (f"{files[self.file_idx].path}: {here} {self.line}: model {model!r} answered task {task!r} at {there} "
+                f"{line} of {f.path} already {REPEAT}")
+
+
+def _ids_of(obj: Any, f: InputFile) -> tuple[str | None, int | None]:
+    """(task id for grouping a sweep, hash of the (model, task, run) slot) of a parsed record, read
+    through the file's column names as the reader reads it."""
+    from ragscale.columns import remap
+    from ragscale.io.identity import slot_of
+
+    if not isinstance(obj, dict):
+        return None, None
+    view = remap(obj, f.column_map) if f.columns else obj
+    task = view.get("task_id")
+    slot = slot_of(view, f.stem)
+    return (None if task is None else str(task)), (None if slot is None else hash(slot))
+
+
+def _jsonl_pointers(i: int, f: InputFile, with_tasks: bool) -> Iterator[Pointer]:
+    from ragscale.io.csv_rows import BOM
+    from ragscale.io.lines import LineError, parse
+
+    offset = 0
+    with open(f.read_path, "rb") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if lineno == 1 and line.startswith(BOM):  # skipped, as the CSV readers skip it
+                offset, line = len(BOM), line[len(BOM):]
+            if line.strip():
+                task, slot = None, None
+                if with_tasks:
+                    try:
+                        task, slot = _ids_of(parse(line), f)
+                    except LineError:  # the reader makes it this line's error
+                        pass
+                yield Pointer(i, lineno, offset, task, slot)
+            offset += len(line)
+
+
+def parquet_file(path: str) -> Any:
+    """``pyarrow.parquet.ParquetFile(path)``; a one-line UserError for a file pyarrow cannot read."""
+    import pyarrow.parquet as pq
+
     try:
-        obj = json.loads(line)
-    except ValueError:
-        return None
-    return str(obj.get(key)) if isinstance(obj, dict) and obj.get(key) is not None else None
+        return pq.ParquetFile(path)
+    except Exception as e:  # noqa: BLE001 - any pyarrow failure is a bad file
+        raise UserError(f"cannot read Parquet file {path}: {e}") from None
+
+
+def _parquet_pointers(i: int, f: InputFile, with_tasks: bool) -> Iterator[Pointer]:
+    pf = parquet_file(f.path)
+    n = pf.metadata.num_rows
+    if not with_tasks:
+        yield from (Pointer(i, row, -1) for row in range(n))
+        return
+    from ragscale.columns import LAYOUT_NAMES
+
+    wanted = {f.column(k) for k in ("model_id", "task_id")} | {"query_id", "conversation_id", "turn", "query_run"}
+    wanted |= {c for k in ("model_id", "task_id") for c in LAYOUT_NAMES[k]}
+    names = [c for c in pf.schema_arrow.names if c in wanted]
+    if not names:
+        yield from (Pointer(i, row, -1) for row in range(n))
+        return
+    row = 0
+    for batch in pf.iter_batches(columns=names):  # a batch at a time: the driver's memory stays flat
+        for obj in batch.to_pylist():
+            task, slot = _ids_of(obj, f)
+            yield Pointer(i, row, -1, task, slot)
+            row += 1
 
 
 def scan(files: Sequence[InputFile], *, with_tasks: bool) -> Iterator[Pointer]:
-    """Yield a pointer per record (non-blank JSONL line or Parquet row), in input order."""
+    """Yield a pointer per record (non-blank JSONL line or Parquet row), in input order; with
+    ``with_tasks``, its task id and (model, task, run) slot too (a line that cannot be read has none)."""
     for i, f in enumerate(files):
-        task_key = f.column("task_id")
         if f.read_fmt == "jsonl":
-            offset = 0
-            with open(f.read_path, "rb") as fh:
-                for lineno, line in enumerate(fh, start=1):
-                    if line.strip():
-                        yield Pointer(i, lineno, offset, _task_of_line(line, task_key) if with_tasks else None)
-                    offset += len(line)
+            yield from _jsonl_pointers(i, f, with_tasks)
         else:
-            import pyarrow.parquet as pq
-
-            try:
-                pf = pq.ParquetFile(f.path)
-            except Exception as e:  # noqa: BLE001 - any pyarrow failure is a bad file
-                raise UserError(f"cannot read Parquet file {f.path}: {e}") from None
-            tasks: list[Any] = [None] * pf.metadata.num_rows
-            if with_tasks and task_key in pf.schema_arrow.names:
-                tasks = pf.read(columns=[task_key]).column(0).to_pylist()
-            for row in range(pf.metadata.num_rows):
-                yield Pointer(i, row, -1, None if tasks[row] is None else str(tasks[row]))
+            yield from _parquet_pointers(i, f, with_tasks)
 
 
 KEY_LINE_BITS = 40  # key_code = file_idx << 40 | line: lines (or Parquet rows) below 2**40 per file
@@ -199,37 +255,48 @@ def key_code(file_idx: int, line: int) -> int:
 
 
 class PointerArray:
-    """The run's pointers as numpy columns (file index, line, byte offset, and a 64-bit hash
-    of the task id for grouping a sweep): about 29 bytes a record and no Python object per
-    record, so the driver's memory stays flat however many records a run has
-    (benchmarks/scale.py). ``scan()``'s Pointers remain for code that reads a few records."""
+    """The run's pointers as numpy columns (file index, line, byte offset, a 64-bit hash of the
+    task id for grouping a sweep, and the key_code of the earlier record that a record repeats):
+    about 37 bytes a record and no Python object per record, so the driver's memory stays flat
+    however many records a run has (benchmarks/scale.py). ``scan()``'s Pointers remain for code
+    that reads a few records."""
 
     def __init__(self, file_idx: np.ndarray, line: np.ndarray, offset: np.ndarray, task_hash: np.ndarray,
-                 has_task: np.ndarray):
+                 has_task: np.ndarray, first: np.ndarray | None = None):
         self.file_idx, self.line, self.offset = file_idx, line, offset
         self.task_hash, self.has_task = task_hash, has_task
+        self.first = np.full(len(line), -1, np.int64) if first is None else first
 
     @classmethod
     def scan(cls, files: Sequence[InputFile], *, with_tasks: bool) -> "PointerArray":
-        """``scan()`` into columns (input order), without keeping a Pointer per record."""
+        """``scan()`` into columns (input order), without keeping a Pointer per record; with
+        ``with_tasks``, each record that repeats an earlier one's (model, task, run) is marked with
+        that record's key_code (``first``: ragscale.io.identity)."""
         from array import array
 
-        fi, ln, off, th, ht = array("i"), array("q"), array("q"), array("q"), array("b")
-        for p in scan(files, with_tasks=with_tasks):
+        fi, ln, off, th, ht, sh = array("i"), array("q"), array("q"), array("q"), array("b"), array("q")
+        slotted = array("q")  # positions of the records with a slot
+        for n, p in enumerate(scan(files, with_tasks=with_tasks)):
             fi.append(p.file_idx)
             ln.append(p.line)
             off.append(p.offset)
             th.append(hash(p.task) if p.task is not None else 0)  # equality only: a process-local hash is enough
             ht.append(p.task is not None)
-        return cls(np.frombuffer(fi, np.int32), np.frombuffer(ln, np.int64), np.frombuffer(off, np.int64),
-                   np.frombuffer(th, np.int64), np.frombuffer(ht, np.int8).astype(bool))
+            if p.slot is not None:
+                slotted.append(n)
+                sh.append(p.slot)
+        out = cls(np.frombuffer(fi, np.int32), np.frombuffer(ln, np.int64), np.frombuffer(off, np.int64),
+                  np.frombuffer(th, np.int64), np.frombuffer(ht, np.int8).astype(bool))
+        out.first = _repeats(out.codes(), np.frombuffer(slotted, np.int64), np.frombuffer(sh, np.int64))
+        return out
 
     def __len__(self) -> int:
         return len(self.line)
 
     def __getitem__(self, idx: Any) -> "PointerArray":
         """A slice, an index array or a boolean mask of the pointers (never a single one)."""
-        return PointerArray(self.file_idx[idx], self.line[idx], self.offset[idx], self.task_hash[idx], self.has_task[idx])
+        return PointerArray(self.file_idx[idx], self.line[idx], self.offset[idx], self.task_hash[idx], self.has_task[idx],
+                            self.first[idx])
 
     def codes(self) -> np.ndarray:
         """The records' ``key_code``s."""
@@ -248,6 +315,18 @@ class PointerArray:
         return self[np.lexsort((idx, rank))]
 
 
+def _repeats(codes: np.ndarray, where: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """Per record, the key_code of the first record (in input order) with its slot, -1 for the first
+    itself and for records without a slot (``where``: positions of the records whose ``slots`` are given)."""
+    first = np.full(len(codes), -1, np.int64)
+    if len(slots):
+        _, head, inverse = np.unique(slots, return_index=True, return_inverse=True)
+        origin = where[head][inverse.ravel()]
+        later = origin != where
+        first[where[later]] = codes[origin[later]]
+    return first
+
+
 def order_for_sweep(pointers: list[Pointer]) -> list[Pointer]:
     """Group pointers by task (stable: tasks in order of first appearance, models in
     input order); pointers without a task id keep their own slot."""
@@ -259,9 +338,10 @@ def order_for_sweep(pointers: list[Pointer]) -> list[Pointer]:
     return [pointers[i] for i in order]
 
 
-def read_raw(files: Sequence[InputFile], pointers: Sequence[Pointer]) -> list[str]:
-    """Read the raw record text for each pointer (a JSONL line, or a Parquet row as JSON)."""
-    out: list[str] = [""] * len(pointers)
+def read_raw(files: Sequence[InputFile], pointers: Sequence[Pointer]) -> list[str | bytes]:
+    """Read the raw record text for each pointer (a JSONL line, or a Parquet row as JSON); a line
+    that is not UTF-8 stays bytes (``ragscale.record.read_record`` makes it that record's error)."""
+    out: list[str | bytes] = [""] * len(pointers)
     by_file: dict[int, list[int]] = {}
     for j, p in enumerate(pointers):
         by_file.setdefault(p.file_idx, []).append(j)
@@ -271,7 +351,11 @@ def read_raw(files: Sequence[InputFile], pointers: Sequence[Pointer]) -> list[st
             with open(f.read_path, "rb") as fh:
                 for j in sorted(idxs, key=lambda j: pointers[j].offset):
                     fh.seek(pointers[j].offset)
-                    out[j] = fh.readline().decode("utf-8", errors="replace").rstrip("\r\n")
+                    line = fh.readline().rstrip(b"\r\n")
+                    try:
+                        out[j] = line.decode("utf-8")
+                    except UnicodeDecodeError:
+                        out[j] = line
         else:
             import pyarrow.parquet as pq
 

@@ -37,17 +37,19 @@ def lexical_metrics(prediction: str, targets: Sequence[str], passages: Sequence[
     return {name: fn(prediction, targets, passages) for name, fn in functions.items()}
 
 
-POINTER_SCHEMA = pa.schema([("file_idx", pa.int32()), ("line", pa.int64()), ("offset", pa.int64())])
+POINTER_SCHEMA = pa.schema([("file_idx", pa.int32()), ("line", pa.int64()), ("offset", pa.int64()),
+                            ("first", pa.int64())])  # first: the record this one repeats (Pointer.first)
 
 
 def pointer_table(pointers: Sequence[Pointer] | PointerArray) -> pa.Table:
     """Pointers as an Arrow table: the pipeline's input rows (one per record). The task id
     is not carried: the first stage reads it from the record itself."""
     if isinstance(pointers, PointerArray):
-        cols = {"file_idx": pointers.file_idx, "line": pointers.line, "offset": pointers.offset}
+        cols = {"file_idx": pointers.file_idx, "line": pointers.line, "offset": pointers.offset,
+                "first": pointers.first}
     else:
         cols = {"file_idx": [p.file_idx for p in pointers], "line": [p.line for p in pointers],
-                "offset": [p.offset for p in pointers]}
+                "offset": [p.offset for p in pointers], "first": [p.first for p in pointers]}
     return pa.table(cols, schema=POINTER_SCHEMA)
 
 
@@ -74,6 +76,8 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
     f = files[p.file_idx]
     row = read_record(raw, key=p.key(files), model_id=f.stem, task_id=p.task, source_file=f.path,
                       source_line=p.line, need_targets=need_targets, columns=f.column_map).to_row()
+    if p.first >= 0 and not row["error"]:  # a (model, task) answered earlier in the inputs: counted once
+        row["error"] = error_json("input", p.repeat_error(files, row["model_id"], row["task_id"]))
     if row["error"]:
         return row
     try:

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from ragscale.errors import UserError
 from ragscale.report.agreement_stats import STATS
+from ragscale.report.safe import csv_writer, md_cell, visible
 
 ALL = "ALL"  # the group of every model's records together
 HUMAN_FILE_HELP = ("human ratings or labels: MT-RAG human-evaluation JSON, or JSONL/CSV with task_id [model_id] "
@@ -200,11 +201,11 @@ def to_markdown(result: dict) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes = []
     for r in result["rows"]:
-        lines.append("| " + " | ".join([r["human"], r["metric"], r["model"], str(r["n"]),
-                                        *(_fmt(r.get(s)) for s in STATS)]) + " |")
+        lines.append("| " + " | ".join(md_cell(c) for c in [r["human"], r["metric"], r["model"], str(r["n"]),
+                                                            *(_fmt(r.get(s)) for s in STATS)]) + " |")
         reasons = dict.fromkeys(r[s]["reason"] for s in STATS if r.get(s) and r[s].get("reason"))
         if reasons:
-            notes.append(f"- n/a for {r['human']} vs {r['metric']}, {r['model']}: {'; '.join(reasons)}")
+            notes.append(f"- n/a for {r['human']} vs {r['metric']}, {visible(str(r['model']))}: {'; '.join(reasons)}")
         excluded = [f"{r[k]} {what}" for k, what in (("excluded_error", "with an error"),
                                                       ("excluded_null", "with a null metric")) if r.get(k)]
         if excluded and r["model"] == ALL:
@@ -219,7 +220,7 @@ def write_outputs(result: dict, out_dir: str) -> dict[str, str]:
     with open(paths["json"], "w") as fh:
         json.dump(result, fh, indent=2)
     with open(paths["csv"], "w", newline="") as fh:
-        w = csv.writer(fh)
+        w = csv_writer(fh)
         w.writerow(["human", "metric", "model", "n", "excluded_error", "excluded_null", "annotators_mean",
                     *(f"{s}{x}" for s in STATS for x in ("", "_ci_low", "_ci_high"))])
         for r in result["rows"]:

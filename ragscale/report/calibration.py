@@ -21,7 +21,6 @@ models use PPI++ on the per-task paired difference where enough tasks are labell
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -33,6 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragscale.errors import UserError
+from ragscale.report.safe import csv_writer, md_cell, visible
 from ragscale.report.wording import own_values
 
 METHOD = "PPI++ (power-tuned prediction-powered inference, ppi-python)"
@@ -481,9 +481,9 @@ def to_markdown(block: dict) -> str:
         for model, r in b["models"].items():
             cal = _fmt(metric, r["calibrated"]) if r["calibrated"] else (r["message"] or "–")
             lam = (r["calibrated"] or {}).get("lambda")
-            lines.append(f"| {model} | {r['n_labeled']} | {r['n_records']} | {_fmt(metric, r['naive'])} | "
+            lines.append(f"| {md_cell(model)} | {r['n_labeled']} | {r['n_records']} | {_fmt(metric, r['naive'])} | "
                          f"{_fmt(metric, r['human_only'])} | {cal} | {'–' if lam is None else f'{lam:.2f}'} |")
-        notes = [f"- {model}: {r['message']}" for model, r in b["models"].items() if r["message"] and r["calibrated"]]
+        notes = [f"- {visible(model)}: {r['message']}" for model, r in b["models"].items() if r["message"] and r["calibrated"]]
         lines += ([""] + notes if notes else []) + [""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -513,7 +513,7 @@ def write_outputs(block: dict, out_dir: str) -> dict[str, str]:
     with open(paths["json"], "w") as fh:
         json.dump(block, fh, indent=2)
     with open(paths["csv"], "w", newline="") as fh:
-        w = csv.writer(fh)
+        w = csv_writer(fh)
         w.writerow(CSV_HEADER)
         w.writerows(csv_rows(block))
     with open(paths["md"], "w") as fh:

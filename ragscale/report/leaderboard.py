@@ -28,12 +28,12 @@ few numbers per (model, cell, metric).
 
 from __future__ import annotations
 
-import csv
 import os
 from typing import Iterable
 
 from ragscale.metrics.registry import label, lookup
 from ragscale.report.headline import fallback, headline, higher_is_better, missing, table_metrics  # noqa: F401
+from ragscale.report.safe import console_name, csv_writer, md_cell, visible
 from ragscale.report.wording import is_judged, own_values
 
 ALL = "ALL"
@@ -149,7 +149,7 @@ def breakdown_metrics(summary: dict, head: str | None) -> list[str]:
 def _md_table(head: list[str], rows: Iterable[list[str]], right_from: int) -> list[str]:
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if i >= right_from or i == 0 else "---" for i in range(len(head))) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
     return lines
 
 
@@ -284,7 +284,7 @@ def write_leaderboard(summary: dict, out_dir: str) -> dict[str, str]:
         tables["significance"] = (significance.CSV_HEADER, significance.csv_rows(summary["significance"]))
     for key, (header, rows) in tables.items():
         with open(paths[key], "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
+            w = csv_writer(fh)
             w.writerow(header)
             w.writerows(rows)
     return paths
@@ -298,7 +298,7 @@ def fallback_lines(summary: dict) -> list[str]:
         return []
     first, why = passed
     head = headline(summary)
-    lines = [f"{first} undefined for {model}: {reason}" for model, reason in why.items()]
+    lines = [f"{first} undefined for {visible(model)}: {visible(reason)}" for model, reason in why.items()]
     if head != first:
         lines.append(f"ranked by {head} instead: the next headline metric"
                      + (", defined for the most models" if missing(summary, head) else ""))
@@ -312,10 +312,11 @@ def model_lines(summary: dict) -> list[str]:
     basis, calibrated = ranking(summary)
     if head is None or not rows:
         return []
-    width = max(len(m) for _, m, _ in rows)
+    names = {m: console_name(m) for _, m, _ in rows}
+    width = max(len(n) for n in names.values())
     out = []
     for rank, model, d in rows:
-        line = f"{rank if rank is not None else '-':>3}. {model:<{width}}  "
+        line = f"{rank if rank is not None else '-':>3}. {names[model]:<{width}}  "
         if calibrated:
             cal, judge, labels = _calibrated_cells(summary, basis, model)
             out.append(line + f"{label(basis)} calibrated {cal}  ({own_values(basis)} {judge}, {labels} labels)")

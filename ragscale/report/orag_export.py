@@ -56,8 +56,6 @@ Records not read from an open-rag-eval CSV (MT-RAG) are written too: ``query_id`
 
 from __future__ import annotations
 
-import csv
-import hashlib
 import json
 import os
 import re
@@ -66,6 +64,7 @@ from typing import Any, Iterable
 from ragscale.io.output import RECORDS, iter_records
 from ragscale.metrics.trec import parse_generated_answer
 from ragscale.record import answer_of, query_of
+from ragscale.report.safe import console_name, csv_writer, file_name
 
 RUN_FIELDS = (
     "retrieved_passages",
@@ -296,7 +295,7 @@ class _Table:
         tmp = f"{out_path}.tmp-{os.getpid()}"
         try:
             with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh, lineterminator="\n")  # pandas' to_csv: minimal quoting, \n
+                w = csv_writer(fh, lineterminator="\n")  # pandas' to_csv: minimal quoting, \n
                 w.writerow(header)
                 for row in rows:
                     w.writerow([row.get(c, "") for c in header])
@@ -318,23 +317,19 @@ def export_orag_csv(records: Iterable[dict], out_path: str) -> int:
     return table.write(out_path)
 
 
-def _file_name(model_id: str, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id).strip("._") or "model"
-    if base in taken:
-        base = f"{base}-{hashlib.sha1(model_id.encode()).hexdigest()[:8]}"
-    taken.add(base)
-    return base + ".csv"
-
-
 class OragSink:
     """``<run_dir>/open-rag-eval/<model_id>.csv``, one results CSV per model, from one pass
-    over the records (shared with the other report sinks). Characters other than letters,
-    digits, ``.``, ``_`` and ``-`` in a model id become ``_`` (``org/model`` -> ``org_model.csv``;
-    a clash gets a hash suffix)."""
+    over the records (shared with the other report sinks). The file name is the model id when it
+    is made of letters, digits, ``.``, ``_`` and ``-`` only; otherwise the others become ``_``, at
+    most 64 are kept, and ``-<8 hex of the id's sha1>`` follows (``org/model`` ->
+    ``org_model-<hash>.csv``; ragscale.report.safe.file_name), so no two models share a file and
+    no name is too long. A file that cannot be written is listed in ``failures``; the others are
+    written."""
 
     def __init__(self, run_dir: str):
         self.run_dir = run_dir
         self.tables: dict[str, _Table] = {}
+        self.failures: list[str] = []
 
     def add(self, rec: dict) -> None:
         self.tables.setdefault(str(rec.get("model_id") or "model"), _Table()).add(rec)
@@ -345,8 +340,14 @@ class OragSink:
         paths: list[str] = []
         taken: set[str] = set()
         for model_id, table in self.tables.items():
-            path = os.path.join(out_dir, _file_name(model_id, taken))
-            table.write(path)
+            path = os.path.join(out_dir, file_name(model_id, taken))
+            try:
+                table.write(path)
+            except Exception as e:  # noqa: BLE001 - one model's file failing never skips another's
+                why = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
+                self.failures.append(f"{os.path.relpath(path, self.run_dir)} of model {console_name(model_id)!r} not "
+                                     f"written ({why})")
+                continue
             paths.append(path)
         return paths
 

@@ -20,6 +20,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ragscale.errors import UserError
+from ragscale.io.identity import task_key
+from ragscale.report.safe import console_name, visible
 from ragscale.report.significance_stats import CORRECTIONS, adjust, paired_tests
 
 METHOD = "paired bootstrap (BCa) + paired permutation test"
@@ -51,17 +53,6 @@ def check_settings(s: Any, prefix: str = "significance.") -> None:
         raise bad("all_pairs_max_models", "an integer >= 2")
     if not is_int(s.seed) or s.seed < 0:
         raise bad("seed", "an integer >= 0")
-
-
-def task_key(rec: dict) -> str | None:
-    """What identifies a record's task across models: ``task_id``, else ``query_id`` (open-rag-eval),
-    else ``conversation_id`` + ``turn``; None when the record has none of them."""
-    for name in ("task_id", "query_id"):
-        if rec.get(name) is not None:
-            return f"{name}={rec[name]}"
-    if rec.get("conversation_id") is not None and rec.get("turn") is not None:
-        return f"conversation_id={rec['conversation_id']}#turn={rec['turn']}"
-    return None
 
 
 def compared_metrics(run_metrics: Sequence[str], head: str | None = None) -> list[str]:
@@ -236,11 +227,12 @@ def markdown_lines(summary: dict, title: str = "Significance", numbers: str = "s
     for m in ctx["metrics"]:
         out += [f"### {m['label']}" + (f" ({m['metric']})" if m["label"] != m["metric"] else ""), ""]
         for r in m["rows"]:
+            first, second = visible(r["first"]), visible(r["second"])
             if r["significant"]:
-                line = f"- **{r['first']} {r['relation']} {r['second']}**, {r['difference']}"
+                line = f"- **{first} {r['relation']} {second}**, {r['difference']}"
             else:
                 tasks = "" if r["n"] is None else f"{r['n']} "
-                line = f"- {r['first']} vs {r['second']}: not distinguishable on these {tasks}tasks ({r['difference']}"
+                line = f"- {first} vs {second}: not distinguishable on these {tasks}tasks ({r['difference']}"
             line += (f", {r['p']}" if r["p"] else "") + ("" if r["significant"] else ")")
             out.append(line + (f" — {r['note']}" if r["note"] else ""))
         out.append("")
@@ -259,7 +251,7 @@ def significant_lines(summary: dict, limit: int = 20) -> list[str]:
     if ctx is None:
         return []
     correction = (summary.get("significance") or {}).get("correction")
-    lines = [f"{r['first']} {r['relation']} {r['second']} on {m['label']}: {r['difference']}"
+    lines = [f"{console_name(r['first'])} {r['relation']} {console_name(r['second'])} on {m['label']}: {r['difference']}"
              + (f", {r['p']}" if r["p"] else "") + (f" ({correction})" if correction and r["p"] else "")
              for m in ctx["metrics"] for r in m["rows"] if r["significant"]]
     more = len(lines) - limit

@@ -9,7 +9,10 @@ leaderboard. The runner drives it:
     summary = outputs.finish_summary(consistency)                          # summary.json/csv
     run.json["outputs"] = outputs.finish_reports(summary, run_info)        # leaderboard, CSVs, report
 
-A failing report sink is a warning, never fatal: records.jsonl and the summary are written.
+A failing output (a report sink, the leaderboard, significance, calibration, an export that wrote
+only some of its files) is a warning line, never fatal: records.jsonl and the summary are written,
+``failed`` lists what failed (run.json ``outputs_failed``), and the run exits 5 (INCOMPLETE,
+ragscale.exitcodes).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import json
 import os
 import time
 from typing import Any, Callable
+
+from ragscale.exitcodes import INCOMPLETE, STATUS
 
 TREC_STEPS = ("retrieval", "nuggets", "citation", "hallucination", "no_answer")
 
@@ -29,6 +34,7 @@ class Outputs:
         from ragscale.report.summary import SummarySink
 
         self.cfg, self.out_dir, self.printer = cfg, out_dir, printer
+        self.failed: list[str] = []  # "<output>: <why>" of each output that failed (run.json outputs_failed)
         self.columns = plan.columns  # the records are read through the user's column names, as the inputs were
         self.metrics = list(plan.metrics) + plan.panel_columns()
         self.summary = SummarySink(out_dir, self.metrics)
@@ -58,11 +64,17 @@ class Outputs:
         self._open("agreement", "judge-vs-human agreement", self._agreement)
         self._open("html_report", "HTML report", self._html)
 
+    def fail(self, label: str, e: BaseException | str) -> None:
+        """Report an output that failed (wholly or partly): a warning line, and ``failed`` for run.json."""
+        why = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+        self.printer(f"[ragscale] warning: {label} failed: {why}")
+        self.failed.append(f"{label}: {why}")
+
     def _open(self, key: str, label: str, make: Callable[[], Any]) -> None:
         try:
             sink = make()
         except Exception as e:  # noqa: BLE001 - reported, never fatal
-            self.printer(f"[ragscale] warning: {label} failed: {type(e).__name__}: {e}")
+            self.fail(label, e)
             return
         if sink is not None:
             self.sinks[key] = (label, sink)
@@ -108,27 +120,32 @@ class Outputs:
                     try:
                         self.paired.add(rec)
                     except Exception as e:  # noqa: BLE001 - reported, never fatal
-                        self.printer(f"[ragscale] warning: significance failed: {type(e).__name__}: {e}")
+                        self.fail("significance", e)
                         self.paired = None
                 for key, (label, sink) in list(self.sinks.items()):
                     try:
                         sink.add(rec)
                     except Exception as e:  # noqa: BLE001 - reported, never fatal
-                        self.printer(f"[ragscale] warning: {label} failed: {type(e).__name__}: {e}")
+                        self.fail(label, e)
                         del self.sinks[key]
         finally:
             self.summary.close()
 
     def finish_summary(self, consistency: dict | None = None) -> dict:
         """Write summary.json and summary.csv (with the significance block); returns the summary."""
-        return self.summary.finish(consistency, self._significance if self.paired is not None else None,
-                                   self._calibrate if self.calibration is not None else None)
+        summary = self.summary.finish(consistency, self._significance if self.paired is not None else None,
+                                      self._calibrate if self.calibration is not None else None)
+        repeats = (summary.get("duplicates") or {}).get("records")
+        if repeats:
+            self.printer(f"[ragscale] warning: {repeats} record{' repeats' if repeats == 1 else 's repeat'} an "
+                         "earlier answer of its model to its task: only the first answer is scored, each repeat is "
+                         "an input error (summary.json duplicates)")
+        return summary
 
     def _warn_calibration(self, e: Exception) -> None:
         from ragscale.errors import UserError
 
-        why = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
-        self.printer(f"[ragscale] warning: calibration failed: {why}")
+        self.fail("calibration", str(e) if isinstance(e, UserError) else e)
 
     def _calibrate(self, summary: dict) -> dict | None:
         """summary.json's calibration block; a failure (e.g. labels on an unstated scale) is a
@@ -152,7 +169,7 @@ class Outputs:
         try:
             block = for_summary(summary, paired, self.cfg.significance)
         except Exception as e:  # noqa: BLE001 - reported, never fatal
-            self.printer(f"[ragscale] warning: significance failed: {type(e).__name__}: {e}")
+            self.fail("significance", e)
             return None
         if block is None:
             return None
@@ -177,7 +194,7 @@ class Outputs:
                 if "significance" in paths:
                     out["significance"] = [self._rel(paths["significance"])]
             except Exception as e:  # noqa: BLE001
-                self.printer(f"[ragscale] warning: leaderboard failed: {type(e).__name__}: {e}")
+                self.fail("leaderboard", e)
         if self.calibration_block is not None:
             try:
                 from ragscale.report.calibration import write_outputs
@@ -185,13 +202,17 @@ class Outputs:
                 paths = write_outputs(self.calibration_block, os.path.join(self.out_dir, "calibration"))
                 out["calibration"] = [self._rel(p) for p in sorted(paths.values())]
             except Exception as e:  # noqa: BLE001
-                self.printer(f"[ragscale] warning: calibration files failed: {type(e).__name__}: {e}")
+                self.fail("calibration files", e)
         as_written = json.loads(json.dumps(run_info, default=str))  # run.json's content, as the report shows it
         for key, (label, sink) in self.sinks.items():
+            if self.failed:  # the report (the last sink) shows what failed before it
+                as_written.update(status=STATUS[INCOMPLETE], outputs_failed=list(self.failed))
             try:
                 out[key] = self._finish(key, sink, summary, as_written)
             except Exception as e:  # noqa: BLE001 - reported, never fatal
-                self.printer(f"[ragscale] warning: {label} failed: {type(e).__name__}: {e}")
+                self.fail(label, e)
+            for why in getattr(sink, "failures", ()):  # files an export could not write, the others written
+                self.fail(label, why)
         return out
 
     def _finish(self, key: str, sink: Any, summary: dict, run_info: dict) -> Any:

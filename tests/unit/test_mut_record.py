@@ -13,10 +13,10 @@ import json
 import pytest
 
 from ragscale.errors import RecordError
+from ragscale.io.output_line import _finite
 from ragscale.record import (
     ORAG_FORMAT,
     ROW_SCHEMA,
-    _finite,
     _turns,
     add_judge_errors,
     answer_of,
@@ -256,7 +256,8 @@ def test_read_record_invalid_json_keeps_the_line():
     rec = read("not json é")
     assert rec.input_json == '{"input_line": "not json é"}'
     err = json.loads(rec.error)
-    assert err["stage"] == "input" and err["message"].startswith("line is not valid JSON: Expecting value")
+    # issue 33: the message names the file and line (it said "line is not valid JSON: Expecting value: line 1 ...")
+    assert err["stage"] == "input" and err["message"] == "f.jsonl: line 3: not valid JSON (Expecting value at column 1)"
     assert (rec.model_id, rec.task_id) == ("m", "t0")
 
 

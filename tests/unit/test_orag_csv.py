@@ -525,8 +525,10 @@ def test_export_empty_and_by_model(tmp_path):
         for r in records + [dict(r, model_id="org/Model v2") for r in records[:3]]:
             fh.write(json.dumps(r) + "\n")
     paths = export_orag_csv_by_model(str(run_dir))
+    # issue 33: a name that is not the id itself has the id's hash (it was org_Model_v2.csv): names stay short
+    # and no two ids share one, whatever the order the models come in
     assert [os.path.relpath(p, run_dir) for p in paths] == [os.path.join("open-rag-eval", "m1.csv"),
-                                                           os.path.join("open-rag-eval", "org_Model_v2.csv")]
+                                                           os.path.join("open-rag-eval", "org_Model_v2-941e9391.csv")]
     assert [r["query_id"] for r in read_csv_rows(paths[1])[1]] == ["sky"]
     assert len(read_csv_rows(paths[0])[1]) == 7
 
