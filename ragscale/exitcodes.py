@@ -53,16 +53,19 @@ def interrupted(signum: int) -> str:
     return f"{INTERRUPTED} by {signal.Signals(signum).name}"
 
 
-def of_run(failure: str | None, records: dict) -> int:
+def of_run(failure: str | None, records: dict, outputs_failed: Iterable[str] | None = None) -> int:
     """The exit code of a run from run.json's ``failure`` and ``records`` counts (``in``,
     ``errored``, ``missing``): 128 + the signal for a run a signal stopped (:func:`interrupted`),
-    FAILED when it stopped otherwise or left records out, else :func:`finished`."""
+    FAILED when it stopped otherwise or left records out, else :func:`finished`, or INCOMPLETE when
+    an output failed (``outputs_failed``, run.json's: what failed) and some record was scored."""
     m = re.fullmatch(rf"{INTERRUPTED} by (SIG\w+)", failure or "")
     if m and m.group(1) in INTERRUPTS.values():
         return next(code for code, name in INTERRUPTS.items() if name == m.group(1))
     if failure or records.get("missing"):
         return FAILED
-    return finished(int(records.get("in") or 0), int(records.get("errored") or 0))
+    code = finished(int(records.get("in") or 0), int(records.get("errored") or 0))
+    # an output not written (run.json ``outputs_failed``): INCOMPLETE, unless nothing was scored to write
+    return INCOMPLETE if outputs_failed and code != NOTHING_SCORED else code
 
 
 def worst(codes: Iterable[int]) -> int:
@@ -84,4 +87,7 @@ def outcome(code: int, records_in: int, errored: int, judge_failed: int = 0) -> 
     if code == NOTHING_SCORED:
         return ("nothing scored: the input held no record" if records_in == 0
                 else f"nothing scored: all {records_in} records failed{why}")
+    if code == INCOMPLETE:
+        return "outputs incomplete: an output was not written (run.json's outputs_failed says which)" \
+            + (f"; {errored} of {records_in} records failed{why}" if errored else "")
     return STATUS.get(code, "failed")

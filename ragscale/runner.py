@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from ragscale.exitcodes import FAILED, INTERRUPTS, OK, interrupted, of_run, outcome
+from ragscale.exitcodes import FAILED, INTERRUPTS, OK, STATUS, interrupted, of_run, outcome
 from ragscale.plan import RunPlan, plan_run
 from ragscale.provenance import run_info as build_run_info
 
@@ -224,13 +224,16 @@ def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Sign
     info = build_run_info(cfg, plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
                           ray_info=ray_info, records=records)
     info["outputs"] = outputs.finish_reports(summary, info)
+    if outputs.failed:  # an output not written, wholly or partly: exit 5 (ragscale.exitcodes.INCOMPLETE)
+        info["outputs_failed"] = outputs.failed
+        info["status"] = STATUS[of_run(info["failure"], records, outputs.failed)]
     with open(os.path.join(out_dir, "run.json"), "w") as fh:
         json.dump(info, fh, indent=2, default=str)
     from ragscale.tracking import track
 
     tracked = track(cfg.tracking, out_dir, json.loads(json.dumps(info, default=str)), summary, printer)
     _print_end(cfg, out_dir, summary, info, printer, tracked)
-    return of_run(info["failure"], records)
+    return of_run(info["failure"], records, info.get("outputs_failed"))
 
 
 def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings: dict,
@@ -309,7 +312,7 @@ def _print_files(out_dir: str, summary: dict, info: dict, printer: Printer, trac
         printer(f"[ragscale] leaderboard: {os.path.join(out_dir, outputs['leaderboard'][0])}")
     if tracked:
         printer(f"[ragscale] {tracked}")
-    code = of_run(info["failure"], rec)
+    code = of_run(info["failure"], rec, info.get("outputs_failed"))
     report = os.path.join(out_dir, outputs["html_report"]) if outputs.get("html_report") else None
     if code in INTERRUPTS:
         printer(f"[ragscale] run {info['failure']}: {rec['out']} of {rec['in']} records written; re-run the same "

@@ -41,6 +41,7 @@ from ragscale.metrics.registry import record_scalar
 from ragscale.record import judge_error_kind
 from ragscale.report.html_records import Lowest, record_info
 from ragscale.report.plots import check_run_dir, is_flag, read_json
+from ragscale.report.safe import LINE_BREAKS, visible
 from ragscale.report.summary import Unreadable
 from ragscale.report.text import fmt, trunc
 
@@ -307,13 +308,20 @@ def _render(run_dir: str, scan: _Scan, summary: dict | None, run: dict | None, w
 @functools.lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     """The report's templates (``ragscale/report/templates``, package data) with autoescaping on for
-    every template: each text taken from the run is escaped where it is printed."""
+    every template: each text taken from the run is escaped where it is printed, its control and
+    bidirectional characters written as escapes first (ragscale.report.safe.visible; line breaks kept)."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("ragscale.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
+                             keep_trailing_newline=True, finalize=_shown)
     env.filters.update(fmt=fmt, trunc=trunc, px=lambda v: f"{v:.1f}", json_shape=_json_shape,
                        dumps=lambda v: json.dumps(v, ensure_ascii=False, default=str), columns=_columns)
     return env
+
+
+def _shown(value: Any) -> Any:
+    """What a template prints of a value: a text with its control and bidirectional characters as
+    escapes (ragscale.report.safe.visible; line breaks kept), then autoescaped."""
+    return visible(value, LINE_BREAKS) if isinstance(value, str) and not hasattr(value, "__html__") else value
 
 
 def _json_shape(obj: Any) -> str:

@@ -15,7 +15,7 @@ import math
 import os
 from typing import Any
 
-from ragscale.exitcodes import FAILED, OK, STOPPED, finished, outcome
+from ragscale.exitcodes import FAILED, INCOMPLETE, OK, STATUS, STOPPED, finished, outcome
 from ragscale.metrics.registry import label, lookup
 from ragscale.report.html import PALETTE, _Dist, _Scan, fmt, trunc
 from ragscale.report.html_records import lowest_section
@@ -126,6 +126,8 @@ def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
     errored = sum(scan.error_stages.values()) + scan.judge_failed  # failed records, as the run counts them
     stopped = run is not None and run.get("status") in STOPPED  # failed, or interrupted by a signal
     code = FAILED if stopped else finished(scan.seq, errored)
+    if not stopped and run is not None and run.get("status") == STATUS[INCOMPLETE]:  # an output failed before
+        code = INCOMPLETE
     failure = None
     if stopped:
         records = run.get("records") if isinstance(run.get("records"), dict) else {}

@@ -24,7 +24,6 @@ The same pass feeds the per-model leaderboard (ragscale.report.leaderboard).
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections import Counter, defaultdict
@@ -33,9 +32,11 @@ from typing import Callable, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ragscale.io.identity import REPEAT
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
 from ragscale.record import answer_of, answerability_of, inputs_of, is_unreadable, judge_error_kind
+from ragscale.report.safe import console_name, csv_writer
 
 ALL = "ALL"
 UNKNOWN = "UNKNOWN"  # the answerability class of a record without one
@@ -43,6 +44,8 @@ INPUT_ERRORS = ("lines that are not a JSON object, in files whose records name t
                 "of no model (left out of the models, counted among the failed records)")
 MAX_REASONS = 20  # distinct undefined reasons counted per judge (summary.json keeps the 3 most common)
 TURN_BUCKETS = ("1", ">1")  # MT-RAG: the first turn vs. the later turns of a conversation
+DUPLICATES = ("records whose model answered their task (and query_run) earlier in the inputs: only the first answer "
+              "is scored, each repeat is an input error of its model (docs/inputs.md)")
 
 
 def turn_bucket(rec: dict) -> str | None:
@@ -203,6 +206,13 @@ def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
     }
 
 
+def is_repeat(rec: dict) -> bool:
+    """Whether an output record repeats an earlier answer of its model to its task (its input error
+    says so: ragscale.io.identity.REPEAT)."""
+    err = rec.get("error")
+    return isinstance(err, dict) and err.get("stage") == "input" and str(err.get("message", "")).endswith(REPEAT)
+
+
 class Unreadable:
     """Input lines that are not a JSON object (ragscale.record.is_unreadable) name no model: the
     reader gave each its file's default model id (the file's stem). Such a line belongs to that
@@ -243,12 +253,14 @@ class SummarySink:
         self.by_turn: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))  # model -> bucket
         self.overall_turn: dict[str, _Acc] = defaultdict(_Acc)
         self.unreadable = Unreadable()
+        self.repeats = 0  # records that repeat an earlier (model, task, run): input errors (ragscale.io.identity)
         self.schema = _parquet_schema(self.metrics)
         self.writer = pq.ParquetWriter(os.path.join(out_dir, "records.parquet"), self.schema)
         self.buf: list[dict] = []
 
     def add(self, rec: dict) -> None:
         model, metrics = str(rec.get("model_id")), self.metrics
+        self.repeats += is_repeat(rec)
         cls = _answerability(rec)
         mine = () if self.unreadable.held(rec, model) else (self.by_model[model][ALL], self.by_model[model][cls])
         for acc in (*mine, self.overall[ALL], self.overall[cls]):
@@ -304,6 +316,8 @@ class SummarySink:
         orphans = self.unreadable.orphans()
         if orphans:
             summary["input_errors"] = {"records": sum(orphans.values()), "reason": INPUT_ERRORS}
+        if self.repeats:
+            summary["duplicates"] = {"records": self.repeats, "reason": DUPLICATES}
         if overall_turn:
             summary["turns"] = "by_turn: '1' = first turn, '>1' = later turns (MT-RAG's split)"
         if consistency is not None:
@@ -317,7 +331,7 @@ class SummarySink:
         with open(os.path.join(out_dir, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2)
         with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as fh:
-            w = csv.writer(fh)
+            w = csv_writer(fh)
             w.writerow(["model_id", "answerability", "count", "errors", *metrics, "answerability_accuracy"])
             for model, accs in sorted(by_model.items()):
                 for cls in [ALL] + sorted(k for k in accs if k != ALL):
@@ -343,7 +357,7 @@ def format_table(summary: dict) -> str:
         if acc:
             a = d.get("answerability_accuracy")
             vals.append("-" if a is None else f"{a:.4f}")
-        rows.append([model, str(d["count"]), str(d["errors"]), *vals])
+        rows.append([console_name(model), str(d["count"]), str(d["errors"]), *vals])
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [head] + rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
