@@ -190,7 +190,7 @@ class RelevancyConf:
     api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key, never the key
     batch_size: int = 128  # texts per request
     concurrency: int = 4  # requests in flight per relevancy actor
-    timeout_s: float = 60.0  # per request
+    timeout_s: float = 60.0  # each request's whole deadline (connect, send and every read), per attempt
     max_attempts: int = 6  # tries per request on connection errors, timeouts, 408/409/429, 5xx
     backoff_s: float = 1.0  # first retry delay, doubled each attempt (jittered), Retry-After honoured
     backoff_max_s: float = 60.0  # cap of one delay
