@@ -5,7 +5,8 @@ generation) and as the embeddings endpoint, serving the packaged MiniLM through 
 Encoder. The endpoint fails every request that holds a text about "Harlow Bay" (HTTP 503, after
 the retries). Checked: every record comes out once; the records whose texts were embedded have
 the offline path's values (the RelevancyActor over the packaged encoder, on the same generated
-questions); the others are null with the stage and reason; the requests are well-formed and
+questions); the others are null with the stage and reason, failed records (exit 3: the engine
+failed on them, docs/exit-codes.md); the requests are well-formed and
 batched; run.json names the endpoint and model and no encoder was loaded. Another served model
 gives other values."""
 
@@ -57,7 +58,8 @@ def test_endpoint_run_equals_the_offline_path_and_failures_are_null_with_their_r
                "relevancy.embeddings=openai", f"relevancy.base_url={srv.url}", "relevancy.model=minilm-served",
                "relevancy.batch_size=3", "relevancy.max_attempts=2", "relevancy.backoff_s=0"]
         res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
-        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+        # the records whose texts the endpoint never embedded failed (an engine error): exit 3
+        assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-3000:]
         bodies = srv.embedding_bodies()
         failed = {t for inputs in srv.failed for t in inputs}
 
@@ -97,6 +99,7 @@ def test_endpoint_run_equals_the_offline_path_and_failures_are_null_with_their_r
     assert work["relevancy_requests"] == len(bodies) and work["relevancy_http_errors"] == len(srv.failed) // 2
     summary = json.load(open(out / "summary.json"))
     assert sum(m["judge_engine_errors"].get("ragas_answer_relevancy", 0) for m in summary["models"].values()) == bad
+    assert info["status"] == "record_errors" and info["records"]["errored"] == info["records"]["judge_failed"] == bad
 
     # another model behind the endpoint (MiniLM cut to 3 layers): other values
     with EmbeddingsServer(encoder_vectors(3)) as other:
