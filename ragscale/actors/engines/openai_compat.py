@@ -18,13 +18,10 @@ Every prompt of a ``generate`` call is in flight at once, bounded by ``concurren
 request is retried (exponential backoff with jitter, ``Retry-After`` honoured) on connection
 errors, timeouts, 408/409/429 and 5xx; any other 4xx, or a prompt still failing after
 ``max_attempts``, becomes that prompt's ``Generation.error`` (the call never raises for one
-bad prompt). ``timeout_s`` is each attempt's whole deadline (connect, send and every read), so
-a prompt ends within ``prompt_bound_s()`` seconds of being sent, whatever the server does. The
-first retry of a call is logged as a warning (logger ``ragscale.judge``: on a cluster it lands
-in the judge actor's log and on the driver's console), and while retries go on, one more at most
-every minute, so that an endpoint that is down shows itself while the run waits for it, not
-only in the records' errors. The HTTP side (deadline, retries, backoff, error classification,
-redaction) is in ``openai_http``.
+bad prompt); ``timeout_s`` is each attempt's whole deadline, so a prompt ends within
+``prompt_bound_s()``. Retries are logged as warnings (logger ``ragscale.judge``: the judge
+actor's log and the driver's console), so that an endpoint that is down shows itself while the
+run waits for it. The HTTP side (deadline, retries, warnings, redaction) is in ``openai_http``.
 
 Streaming (``submit``, which the judge actor uses when it streams): one prompt at a time, sent
 as soon as it is submitted, on one background thread per engine (a daemon, started at the first
