@@ -180,9 +180,9 @@ def assert_same_non_llm_metrics(recs: dict, baseline: dict, names=LEXICAL + ENCO
     assert worst <= 1e-6, f"encoder metrics differ by {worst}"
 
 
-def assert_every_record_once(recs: dict, info: dict, keys) -> None:
+def assert_every_record_once(recs: dict, info: dict, keys, status: str = "ok") -> None:
     assert set(recs) == set(keys)  # records_by_key already failed on a key written twice
-    assert info["status"] == "ok" and info["failure"] is None
+    assert info["status"] == status and info["failure"] is None
     r = info["records"]
     assert r["out"] == r["in"] == r["written_this_run"] == len(keys) and r["missing"] == 0
     assert all(rec["error"] is None for rec in recs.values())
@@ -367,7 +367,7 @@ def test_judge_endpoint_always_failing(cluster, inputs, baseline, tmp_path, fail
             server.close()
     assert time.time() - t0 < 300  # small backoff: no long waits
     assert len(recs) == ENDPOINT_LIMIT and set(recs) <= set(baseline)
-    assert_every_record_once(recs, info, recs)
+    assert_every_record_once(recs, info, recs, status="nothing_scored")  # every record's judge failed
     if server:
         assert server.requests == 3 * ENDPOINT_LIMIT  # every prompt tried exactly max_attempts times
     expected = "HTTP 500: " if failure == "http500" else "ConnectError"
@@ -378,7 +378,7 @@ def test_judge_endpoint_always_failing(cluster, inputs, baseline, tmp_path, fail
         assert err["reason"].startswith(f"engine error: openai engine: {url}/chat/completions: "), err
         assert expected in err["reason"] and err["reason"].endswith("(3 attempts)"), err
     assert info["judge_work"].get("generations", 0) == 0
-    assert info["status"] == "nothing_scored" and info["records"]["judge_failed"] == ENDPOINT_LIMIT
+    assert info["records"]["judge_failed"] == info["records"]["errored"] == ENDPOINT_LIMIT
     assert_same_non_llm_metrics(recs, baseline)
 
 
