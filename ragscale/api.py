@@ -151,7 +151,7 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
     from omegaconf import open_dict
 
     from ragscale.columns import mapped
-    from ragscale.exitcodes import FAILED, INTERRUPTS, OK, outcome
+    from ragscale.exitcodes import FAILED, INCOMPLETE, INTERRUPTS, OK, outcome
     from ragscale.io.frames import is_in_memory, write_jsonl
     from ragscale.io.lock import OutputDirLock
     from ragscale.overrides import explain
@@ -195,11 +195,15 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
     if code == FAILED or code in INTERRUPTS:
         warnings.warn(f"ragscale run in {out_dir} failed: {run.run_info.get('failure') or 'records missing'}; "
                       "call evaluate again with the same output_dir to resume", RuntimeWarning, stacklevel=2)
-    elif code != OK:  # finished, but some or all records failed: each has its error (to_pandas: error_message)
+    elif code == INCOMPLETE:  # every record scored, an output not written
+        failed = ", ".join(map(str, run.run_info.get("outputs_failed") or [])) or "see run.json"
+        warnings.warn(f"ragscale run in {out_dir}: the records were scored (Run.to_pandas()), but these outputs "
+                      f"were not written: {failed}", RuntimeWarning, stacklevel=2)
+    elif code != OK:  # finished, but some or all records failed
         rec = run.run_info.get("records") or {}
         said = outcome(code, rec.get('in', 0), rec.get('errored', 0), rec.get('judge_failed', 0))
-        warnings.warn(f"ragscale run in {out_dir}: {said}; "
-                      "each failed record has its error_message in Run.to_pandas()", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"ragscale run in {out_dir}: {said}; a failed record's error is in Run.to_pandas()'s "
+                      "error_message, a judge's failures in report.html", RuntimeWarning, stacklevel=2)
     return run
 
 

@@ -137,7 +137,10 @@ def test_planted_api_key_is_in_no_output_log_or_message(tmp_path, ray_tmp):
         res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     finally:
         srv.close()
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    # the server fails some prompts on purpose: a record whose judge engine gave no output counts as
+    # failed (docs/exit-codes.md), so the run ends with 3, or 4 when every record met a failing prompt
+    assert res.returncode in (3, 4), res.stdout[-2000:] + res.stderr[-3000:]
+    assert json.load(open(out / "run.json"))["status"] == {3: "record_errors", 4: "nothing_scored"}[res.returncode]
     assert set(srv.seen) == set(EchoServer.KINDS), srv.seen  # every behaviour was exercised
 
     recs = [json.loads(line) for line in open(out / "records.jsonl")]
