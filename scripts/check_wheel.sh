@@ -212,25 +212,14 @@ else
   log "c. no llama.cpp server in $ROOT/.venv (make setup-test): the notebook check runs without its judge metric"
 fi
 log "c. notebook-style: evaluate(DataFrame, metrics=[...], column_map=...) -> to_pandas(); judge ${JUDGE_URL:-none}"
-"$VPY" - "$WORK/out3" "$JUDGE_URL" <<'EOF' || fail "c. notebook-style API check failed"
+"$VPY" - "$WORK/out3" "$JUDGE_URL" "$ROOT/tests/unit/data/own_answers.jsonl" <<'EOF' || fail "c. notebook-style API check failed"
 import sys, time
 import pandas as pd
 import ragscale
 from ragscale.errors import UserError
 
-out_dir, judge_url = sys.argv[1], sys.argv[2]
-df = pd.DataFrame([
-    {"system": s, "qid": q, "query": question, "generated": answer, "gold": gold, "docs": docs}
-    for q, question, gold, docs, answers in [
-        ("q1", "Which fee do irrigation accounts pay every year?", "An annual Backflow Inspection Fee of $65.",
-         ["Irrigation-only accounts pay an annual Backflow Inspection Fee of $65."],
-         {"m1": "An annual Backflow Inspection Fee of $65.", "m2": "They pay no yearly fee."}),
-        ("q2", "How much is the base charge for a 1-inch meter?", "$27.60 per month.",
-         ["The monthly base charge is $18.40 for a 3/4-inch meter and $27.60 for a 1-inch meter."],
-         {"m1": "$27.60 per month.", "m2": "$18.40 per month."}),
-    ]
-    for s, answer in answers.items()
-])
+out_dir, judge_url, own = sys.argv[1], sys.argv[2], sys.argv[3]
+df = pd.read_json(own, lines=True)  # two models answering two questions, in a team's own vocabulary
 columns = {"question": "query", "answer": "generated", "reference": "gold", "contexts": "docs", "model_id": "system",
            "task_id": "qid"}
 t = time.time()

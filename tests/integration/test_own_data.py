@@ -17,18 +17,9 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.integration
 
-ROWS = [  # two models answering two questions, in a team's own vocabulary
-    {"system": s, "qid": q, "query": question, "generated": answer, "gold": gold, "docs": json.dumps(docs)}
-    for q, question, gold, docs, answers in [
-        ("q1", "Which fee do irrigation accounts pay every year?", "An annual Backflow Inspection Fee of $65.",
-         ["Irrigation-only accounts pay an annual Backflow Inspection Fee of $65."],
-         {"m1": "An annual Backflow Inspection Fee of $65.", "m2": "They pay no yearly fee."}),
-        ("q2", "How much is the base charge for a 1-inch meter?", "$27.60 per month.",
-         ["The monthly base charge is $18.40 for a 3/4-inch meter and $27.60 for a 1-inch meter."],
-         {"m1": "$27.60 per month.", "m2": "$18.40 per month."}),
-    ]
-    for s, answer in answers.items()
-]
+# two models answering two questions, in a team's own vocabulary (also scripts/check_wheel.sh's notebook check)
+OWN = os.path.join(ROOT, "tests", "unit", "data", "own_answers.jsonl")
+ROWS = [{**r, "docs": json.dumps(r["docs"])} for r in map(json.loads, open(OWN))]  # as a CSV holds a list
 MAP = {"question": "query", "answer": "generated", "reference": "gold", "contexts": "docs", "model_id": "system",
        "task_id": "qid"}
 
@@ -81,7 +72,7 @@ def test_own_columns_without_a_map_are_refused_before_ray(tmp_path):
 def test_a_dataframe_with_own_columns_in_python(tmp_path):
     import ragscale
 
-    df = pd.DataFrame([{**r, "docs": json.loads(r["docs"])} for r in ROWS])
+    df = pd.read_json(OWN, lines=True)
     lines: list[str] = []
     run = ragscale.evaluate(df, metrics=["exact_match", "rougel", "Recall"], column_map=MAP,
                             output_dir=str(tmp_path / "nb"), printer=lines.append)
