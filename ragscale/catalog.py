@@ -7,7 +7,6 @@ its direction, range and short label, and the reference it follows.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any, Sequence
 

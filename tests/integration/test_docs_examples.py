@@ -19,7 +19,6 @@ is executed, so that an example can never rot (docs/testing.md, "Documentation e
 
 from __future__ import annotations
 
-import ast
 import csv
 import glob
 import io
