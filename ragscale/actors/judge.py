@@ -24,7 +24,7 @@ from ragscale.actors.judge_runs import (JudgeStats, Phase, add_warnings, cut, cu
 from ragscale.actors.judge_stream import Stream
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
 from ragscale.judges.base import PROTOCOLS, JudgePrompt, JudgeResult, cache_key
-from ragscale.record import ENGINE_ERROR, add_judge_errors, input_view
+from ragscale.record import ENGINE_ERROR, add_judge_errors, error_json, input_view
 
 
 def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) -> dict:
@@ -242,6 +242,8 @@ class JudgeActor:
         (record, judge) whose outputs were cut to ``max_raw_chars``."""
         suffix = f"@{self.tag}" if self.tag else ""
         for r, row in enumerate(rows):
+            if r in ph.record_errors and not row.get("error"):
+                row["error"] = error_json(ph.record_errors[r].stage, ph.record_errors[r].message)
             warnings = []
             for spec in specs:
                 result, err = ph.final[(r, spec.name)]

@@ -5,7 +5,8 @@ every engine output goes through before anything reads it.
 Isolation: an exception raised by a judge's own code (at its start, or on an answer) or by a
 parser is that judge's failure on that record (a ``judge_errors`` entry, its metrics ``null``),
 never the record's or the batch's; a parser's is a parse failure like a JudgeParseError (re-asked
-while re-asks are left). Odd outputs: an output longer than ``judge.max_raw_chars`` is cut to it
+while re-asks are left). A RecordError (the record's own input is malformed, e.g. a taxonomy label
+that is not 0/1) is the exception: it fails that record, with its stage, as before any judging. Odd outputs: an output longer than ``judge.max_raw_chars`` is cut to it
 as it arrives, so that the parser, the record and the judge cache all see the same text
 (docs/judges.md, "Odd outputs and their limits").
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
+from ragscale.errors import RecordError
 from ragscale.judges.base import Failed, JudgeParseError, JudgePrompt, Undefined
 
 STREAM_KEY = "streamed"  # the streaming path's progress key: "streamed (idk) 3/12 prompts"
@@ -115,6 +117,7 @@ class Phase:
     final: dict[tuple[int, str], tuple[Any, dict | None]] = field(default_factory=dict)
     item_errors: dict[tuple[int, str], list[dict]] = field(default_factory=dict)
     cuts: dict[tuple[int, str], list[int]] = field(default_factory=dict)
+    record_errors: dict[int, RecordError] = field(default_factory=dict)
 
     def start(self, key: tuple[int, str], begin: Callable[[], Any]) -> None:
         """Start a run (``begin()`` gives its generator) and take it to its first step; a judge
@@ -147,6 +150,10 @@ class Phase:
         self.current[key] = step
 
     def _raised(self, key: tuple[int, str], e: Exception) -> None:
+        if isinstance(e, RecordError):  # the record's input, not the judge: the record fails (the first one kept)
+            self.record_errors.setdefault(key[0], e)
+            self.final[key] = (None, {"judge": key[1], "reason": f"{e.stage} error: {e.message}"})
+            return
         self.final[key] = (None, {"judge": key[1], "reason": f"the judge raised {type(e).__name__}: {str(e)[:300]}"})
 
     def resume(self, key: tuple[int, str], answer: Any) -> None:

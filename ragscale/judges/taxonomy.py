@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
+from ragscale.errors import RecordError
 from ragscale.judges.templates import fence, load_template
 from ragscale.metrics.taxonomy import (ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS, GENERATION_METRICS,
                                        GROUNDING_METRICS, RETRIEVAL_METRICS, generation_scores, grounding_scores,
@@ -92,20 +93,20 @@ def _label(value: Any, where: str) -> int:
         return int(value)
     if isinstance(value, (int, float)) and value in (0, 1):
         return int(value)
-    raise ValueError(f"input {where} must be 0 or 1 (or true/false), got {value!r}")
+    raise RecordError("input", f"input {where} must be 0 or 1 (or true/false), got {value!r}")
 
 
 def input_labels(obj: dict) -> tuple[list[dict[str, int]], dict[str, int]]:
     """The record's own labels: (per-chunk label dicts in rank order, record-level labels);
-    a malformed value raises ValueError naming it."""
+    a malformed value is the record's input error (RecordError naming it), not the judge's failure."""
     raw = obj.get("labels")
     if raw is None:
         return [], {}
     if not isinstance(raw, dict):
-        raise ValueError(f"input labels must be an object, got {type(raw).__name__}")
+        raise RecordError("input", f"input labels must be an object, got {type(raw).__name__}")
     chunks_raw = raw.get("chunks") or []
     if not isinstance(chunks_raw, list) or not all(isinstance(c, dict) for c in chunks_raw):
-        raise ValueError("input labels.chunks must be a list of objects (one per retrieved chunk, in rank order)")
+        raise RecordError("input", "input labels.chunks must be a list of objects (one per retrieved chunk, in rank order)")
     chunks = [{lab: _label(c[lab], f"labels.chunks[{i}].{lab}") for lab in CHUNK_LABELS if c.get(lab) is not None}
               for i, c in enumerate(chunks_raw)]
     record = {lab: _label(raw[lab], f"labels.{lab}") for lab in (*ANSWER_LABELS, *GENERATION_LABELS)

@@ -39,7 +39,7 @@ def test_taxonomy_scenario(tmp_path):
             assert v is None or 0.0 <= v <= 1.0, (r["task_id"], name, v)
 
     err = by[("quill-2b", "lib-bad")]["error"]
-    assert err["stage"] == "judge" and "labels.helpful must be 0 or 1" in err["message"]
+    assert err["stage"] == "input" and "labels.helpful must be 0 or 1" in err["message"]
 
     # quill-2b lib-2 carries every label: all from the input, none asked of the judge; K = 1
     q = by[("quill-2b", "lib-2")]

@@ -234,6 +234,34 @@ def test_a_judge_that_raises_fails_on_that_record_only(actor, monkeypatch, strea
     assert "IndexError" in reasons[0] and "TypeError" in reasons[1], reasons
 
 
+@pytest.mark.parametrize("streaming", [True, False])
+def test_a_malformed_input_seen_by_a_judge_fails_that_record(actor, monkeypatch, streaming):
+    """A RecordError raised in a judge run (the record's own input is malformed, e.g. a taxonomy
+    label "very") is not the judge's failure: the record fails with that stage and message, the
+    other records and judges are scored."""
+    import dataclasses
+
+    import ragscale.judges as judges
+    from ragscale.errors import RecordError
+
+    spec = judges.JUDGES["underspecified"]
+
+    def start(obj, row, **kw):
+        if row["task_id"] == first_task:
+            raise RecordError("input", "input labels.helpful must be 0 or 1 (or true/false), got 'very'")
+        return (yield from spec.start(obj, row, **kw))
+
+    monkeypatch.setitem(judges.JUDGES, "underspecified", dataclasses.replace(spec, start=start))
+    a, _ = actor(lambda p, t, s: json.dumps({"label": "no", "decision": "yes", "explanation": "x"}),
+                 ["idk", "underspecified"], streaming=streaming)
+    rows = mtrag_rows()[:2]
+    first_task = rows[0]["task_id"]
+    a.process(rows)
+    assert json.loads(rows[0]["error"]) == {"stage": "input",
+                                            "message": "input labels.helpful must be 0 or 1 (or true/false), got 'very'"}
+    assert rows[1]["error"] is None and json.loads(rows[1]["metrics"])["idk_eval"] == [0.0]
+
+
 # -- failed records --------------------------------------------------------------------------
 
 

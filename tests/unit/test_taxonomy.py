@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from ragscale.errors import RecordError
 from ragscale.judges import JUDGED, JUDGES, judge_phases, taxonomy as tj
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
 from ragscale.metrics import taxonomy as tx
@@ -148,9 +149,10 @@ def test_no_answer_without_labels_is_undefined():
     ("relevant", "labels must be an object"),
 ])
 def test_bad_input_labels(labels, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(RecordError, match=message) as e:
         drive(tj.generation({**OBJ, "labels": labels}, row()), Scripted())
-    with pytest.raises(ValueError, match=message):
+    assert e.value.stage == "input"
+    with pytest.raises(RecordError, match=message):
         drive(tj.retrieval({**OBJ, "labels": labels}, row(), k=5), Scripted())
 
 
