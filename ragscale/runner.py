@@ -276,6 +276,7 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
     passed over a headline), the significant differences, what was written, where the run was
     tracked (``tracked``: ragscale.tracking.track's line), the outcome in the exit code's words
     (ragscale.exitcodes.outcome: "ok" only when every record was scored) and (last) what to open."""
+    from ragscale.metrics.registry import label
     from ragscale.report.leaderboard import fallback_lines, model_lines, ranking
     from ragscale.report.significance import significant_lines
     from ragscale.report.summary import format_table
@@ -293,7 +294,7 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
         for why in fallback_lines(summary):
             printer(f"[ragscale] {why}")
         basis, calibrated = ranking(summary)
-        printer(f"[ragscale] {len(lines)} model(s), ranked by {'calibrated ' if calibrated else ''}{basis}:")
+        printer(f"[ragscale] {len(lines)} model(s), ranked by {'calibrated ' if calibrated else ''}{label(basis)}:")
         for line in lines:
             printer(f"[ragscale]  {line}")
         pairs = significant_lines(summary)

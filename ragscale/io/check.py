@@ -4,7 +4,8 @@ The first ``SAMPLE`` records of each file are read the way the pipeline reads th
 ``columns`` applied). When none of them has an answer, or none has a field that a chosen metric
 needs (a question, passages, a reference answer), the run is refused in one line that names the
 columns the file has and the ``column_map`` that would read them. A field missing from only
-some records is left to those records' own errors and null metrics.
+some records is left to those records' own errors and null metrics. open-rag-eval's CSV is a fixed
+layout (its reader checks it) without a reference answer: a metric that needs one is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ragscale.io.lines import LineError, parse
 SAMPLE = 1000  # records read per file
 WHAT = {"answer": "an answer", "question": "a question", "contexts": "retrieved passages",
         "reference": "a reference answer"}
+ORAG_FIELDS = frozenset({"question", "contexts", "answer", "task_id"})  # open-rag-eval's CSV (ragscale.io.orag_csv)
 IDS = ("model_id", "task_id")  # suggested too when a file is read with the wrong names: a model column left
 # unmapped would merge every model of the file into one
 
@@ -105,7 +107,12 @@ def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]]) -> Non
     records (null metrics, with the reason)."""
     held: set[str] = set()
     first: tuple[InputFile, list] | None = None
+    orag: InputFile | None = None
     for f in files:
+        if f.fmt == "csv":  # open-rag-eval's fixed layout: its reader checks the columns; it has no reference
+            held |= ORAG_FIELDS
+            orag = orag or f
+            continue
         records = list(sample(f))
         if not records:
             continue  # an empty file: reported as such by the run
@@ -119,6 +126,12 @@ def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]]) -> Non
     missing = [field for field in needs if field not in held]
     if missing and first is not None:
         _refuse(*first, missing, needs[missing[0]])
+    if missing and orag is not None:
+        users = needs[missing[0]]
+        names = ", ".join(users[:4]) + (" ..." if len(users) > 4 else "")
+        raise UserError(f"{orag.path}: {names} {'needs' if len(users) == 1 else 'need'} {WHAT[missing[0]]}, and "
+                        f"open-rag-eval's CSV layout has none (it holds a question, passages and an answer); give "
+                        "the data as a CSV of one record per row or a JSONL with that column (docs/inputs.md)")
 
 
 def _refuse(f: InputFile, records: list, missing: list[str], users: list[str]) -> None:

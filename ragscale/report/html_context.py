@@ -139,7 +139,7 @@ def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
             "errors_link": errored > 0, "errors_anchor": "errors" if errored > scan.judge_failed else "judges",
             "models": f"{n} model{'s' if n != 1 else ''}", "records": scan.seq,
             "ranking": None if metric is None else
-            f"ranked by the {'calibrated ' if calibrated else ''}mean of {metric} ({_direction(metric)})"}
+            f"ranked by the {'calibrated ' if calibrated else ''}mean of {label(metric)} ({_direction(metric)})"}
 
 
 def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) -> dict:

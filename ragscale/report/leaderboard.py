@@ -178,14 +178,14 @@ def format_markdown(summary: dict) -> str:
     elif calibrated:
         cal = summary["calibration"]
         conf = f"{100 * cal['confidence']:g}%"
-        out += [f"{len(order)} model(s), {n_records} records, ranked by the **calibrated** mean of **{basis}** "
+        out += [f"{len(order)} model(s), {n_records} records, ranked by the **calibrated** mean of **{label(basis)}** "
                 f"({'lower' if higher_is_better(basis) is False else 'higher'} is better): human labels "
                 f"({cal['metrics'][basis]['human']}) correct the {'judge' if is_judged(basis) else 'metric'}'s bias by "
                 "prediction-powered inference "
                 f"(PPI++), {conf} intervals; calibration/calibration.md has every calibrated metric. Other "
                 "means are uncalibrated, leaving out records without a value.", ""]
     else:
-        out += [f"{len(order)} model(s), {n_records} records, ranked by mean **{head}** ({direction}). "
+        out += [f"{len(order)} model(s), {n_records} records, ranked by mean **{label(head)}** ({direction}). "
                 "Means leave out records without a value; per-target metrics use the first target, "
                 "per-passage metrics the best passage (summary.json).", ""]
         out += [*(f"- {line}" for line in fallback_lines(summary)), ""] if fallback(summary) else []
@@ -298,9 +298,9 @@ def fallback_lines(summary: dict) -> list[str]:
         return []
     first, why = passed
     head = headline(summary)
-    lines = [f"{first} undefined for {visible(model)}: {visible(reason)}" for model, reason in why.items()]
+    lines = [f"{label(first)} undefined for {visible(model)}: {visible(reason)}" for model, reason in why.items()]
     if head != first:
-        lines.append(f"ranked by {head} instead: the next headline metric"
+        lines.append(f"ranked by {label(head)} instead: the next headline metric"
                      + (", defined for the most models" if missing(summary, head) else ""))
     return lines
 

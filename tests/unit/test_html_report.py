@@ -197,7 +197,7 @@ def test_page_order_answer_first_provenance_last_and_collapsed(tmp_path):
     assert re.findall(r'href="#([\w-]+)"', nav) == ids
     # one line under the title; the provenance table only inside a closed <details> after the answer
     assert re.search(r'<h1>ragscale report: [^<]+</h1>\n<p class="sub"><span class="ok">ok</span> · 3 models · '
-                     r"\d+ records · ranked by the mean of hhem \(higher is better\)</p>", text)
+                     r"\d+ records · ranked by the mean of HHEM \(higher is better\)</p>", text)
     details = text.index("<details><summary>run: status, scenario")
     assert text.index('id="summary"') < text.index('id="provenance"') < details
     assert text.index('<table class="kv">') > details and "<details open" not in text

@@ -95,3 +95,20 @@ def test_the_suggestion_names_the_model_and_task_columns_too(tmp_path):
     msg = _refusal(resolve_inputs(p), ["exact_match"])
     assert "column_map={'model_id': 'model', 'task_id': 'question_id', 'answer': 'generated'}" in msg, msg
     assert "columns.model_id=model columns.task_id=question_id columns.answer=generated on the command line" in msg
+
+
+ORAG_CSV = ("query_id,query,query_run,passage_id,passage,generated_answer\n"
+            "q1,Who wrote it?,1,[1],Ada wrote it.,Ada wrote it [1]\n")
+
+
+def test_open_rag_eval_csv_has_no_reference_answer(tmp_path):
+    """open-rag-eval's CSV layout holds a question, passages and an answer, never a reference: a
+    metric that needs one is refused before Ray (it ran, said "ok" and left every value null)."""
+    p = tmp_path / "results.csv"
+    p.write_text(ORAG_CSV)
+    [f] = resolve_inputs(str(p))
+    assert f.fmt == "csv"
+    msg = _refusal([f], ["exact_match"])
+    assert msg.startswith(f"{p}: exact_match needs a reference answer, and open-rag-eval's CSV layout has none")
+    assert "a CSV of one record per row or a JSONL" in msg and "docs/inputs.md" in msg
+    check_fields([f], field_needs(["hhem", "citation_f1", "umbrela_mean"]))  # what the layout holds is enough

@@ -124,7 +124,7 @@ def test_no_turn_and_no_answerability_omit_those_columns(tmp_path):
     summary, paths = run_dir(tmp_path, records, ["umbrela_scores", "umbrela_mean", "citation_f1"])
     assert "by_turn" not in summary["models"]["sys-1"] and "turns" not in summary
     md = open(paths["markdown"]).read()
-    assert "ranked by mean **umbrela_mean**" in md
+    assert "ranked by mean **UMBRELA**" in md
     assert "| 1 | sys-2 | 3 | 0 | 0.7000 | 0.3500 |" in md
     assert "## By" not in md and "umbrela_scores" not in md  # nothing to break down; vectors not averaged
     rows = read_csv(paths["csv"])

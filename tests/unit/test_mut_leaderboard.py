@@ -165,7 +165,7 @@ def test_markdown_turns_only_then_the_significance_section():
     assert lb.format_markdown(s) == """\
 # Leaderboard
 
-2 model(s), 8 records, ranked by mean **citation_f1** (higher is better). Means leave out records without a \
+2 model(s), 8 records, ranked by mean **CitF1** (higher is better). Means leave out records without a \
 value; per-target metrics use the first target, per-passage metrics the best passage (summary.json).
 
 ## Overall

@@ -217,3 +217,21 @@ def test_the_console_prints_the_significant_pairs_after_the_ranking():
     ranked = max(i for i, line in enumerate(lines) if "(n=30)" in line)
     assert lines[ranked + 2] == "[ragscale]  m1 > m2 on RB_agg: difference 0.0420 [0.0110, 0.0730], adjusted p = 0.003 (holm)"
     assert not any("m3" in line and ">" in line for line in lines)
+
+
+def test_the_ranking_names_the_headline_as_the_tables_do(tmp_path):
+    """Ranked by ROUGE-L: the console's ranking line, leaderboard.md and the report say "RougeL",
+    the label of the tables and of the model lines, not the record key RougeL_stemFalse."""
+    recs = [{"task_id": f"t{i}", "model_id": m, "metrics": {"RougeL_stemFalse": [v]}, "error": None,
+             "ragscale": {"record_key": f"{m}:{i}"}} for i, (m, v) in enumerate([("a", 0.5), ("b", 0.25)])]
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    summary = finalize(str(tmp_path), ["RougeL_stemFalse"])
+    lines: list[str] = []
+    info = {"records": {"in": 2, "out": 2, "errored": 0, "missing": 0}, "timings_s": {"total": 1.0},
+            "failure": None, "outputs": {}}
+    _print_end(SimpleNamespace(print_summary=False), "/r", summary, info, lines.append)
+    assert "[ragscale] 2 model(s), ranked by RougeL:" in lines, lines
+    assert "ranked by mean **RougeL** (higher is better)" in format_markdown(summary)
+    html = open(HtmlSink(str(tmp_path), summary["metrics"]).finish(summary, None, str(tmp_path / "r.html"))).read()
+    assert "ranked by the mean of RougeL (higher is better)" in html
+    assert "RougeL_stemFalse" not in "\n".join(lines)
