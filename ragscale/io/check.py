@@ -127,20 +127,22 @@ def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]]) -> Non
     if missing and first is not None:
         _refuse(*first, missing, needs[missing[0]])
     if missing and orag is not None:
-        users = needs[missing[0]]
-        names = ", ".join(users[:4]) + (" ..." if len(users) > 4 else "")
-        raise UserError(f"{orag.path}: {names} {'needs' if len(users) == 1 else 'need'} {WHAT[missing[0]]}, and "
-                        f"open-rag-eval's CSV layout has none (it holds a question, passages and an answer); give "
-                        "the data as a CSV of one record per row or a JSONL with that column (docs/inputs.md)")
+        raise UserError(f"{orag.path}: {_need(needs[missing[0]], missing[0])}, and open-rag-eval's CSV layout has none "
+                        "(it holds a question, passages and an answer); give the data as a CSV of one record per row "
+                        "or a JSONL with that column (docs/inputs.md)")
+
+
+def _need(users: list[str], field: str) -> str:
+    """'exact_match, RougeL need a reference answer': the chosen metrics that need ``field``."""
+    names = ", ".join(users[:4]) + (" ..." if len(users) > 4 else "")
+    return f"{names} {'needs' if len(users) == 1 else 'need'} {WHAT[field]}"
 
 
 def _refuse(f: InputFile, records: list, missing: list[str], users: list[str]) -> None:
     found = _columns(records)
     shown = ", ".join(found[:12]) + (", ..." if len(found) > 12 else "") if found else "none (no JSON objects)"
     field = missing[0]
-    names = ", ".join(users[:4]) + (" ..." if len(users) > 4 else "")
-    what = f"{names} {'needs' if len(users) == 1 else 'need'} {WHAT[field]}, and no record has one" if users \
-        else f"no record has {WHAT[field]}"
+    what = f"{_need(users, field)}, and no record has one" if users else f"no record has {WHAT[field]}"
     checked = f"the first {len(records)} checked" if len(records) == SAMPLE else f"{len(records)} checked"
     where = "the data" if is_written(f.path) else f.path
     raise UserError(f"{where}: {what} ({checked}); its columns: {shown}; {suggestion(found, missing, f.column_map)}")
