@@ -75,6 +75,13 @@ def worst(codes: Iterable[int]) -> int:
     return min((c if c in rank else FAILED for c in codes), key=lambda c: rank[c], default=OK)
 
 
+def failed(d: dict) -> int:
+    """A model's (or the run's) failed records in summary.json: an error, or a judge engine that gave
+    no output after its retries (``errors`` + ``judge_failed``). What the per-model error columns,
+    the status line and the exit code count (docs/exit-codes.md)."""
+    return int(d.get("errors") or 0) + int(d.get("judge_failed") or 0)
+
+
 def outcome(code: int, records_in: int, errored: int, judge_failed: int = 0) -> str:
     """How the console's last lines and report.html's status line word a finished run's code:
     "ok" only when every record was scored. ``judge_failed``: how many of the ``errored``

@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from ragscale.exitcodes import FAILED, INTERRUPTS, OK, STATUS, interrupted, of_run, outcome
+from ragscale.exitcodes import FAILED, INTERRUPTS, OK, STATUS, failed, interrupted, of_run, outcome
 from ragscale.plan import RunPlan, plan_run
 from ragscale.provenance import run_info as build_run_info
 
@@ -219,7 +219,7 @@ def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Sign
     overall = summary.get("overall") or {}  # failed records: an error, or a judge engine that failed (summary.py)
     judge_failed = int(overall.get("judge_failed") or 0)
     records = {"in": len(pointers), "resumed": len(pointers) - len(todo), "written_this_run": writer.written,
-               "out": keys.expected_done(), "errored": int(overall.get("errors") or 0) + judge_failed,
+               "out": keys.expected_done(), "errored": failed(overall),
                "judge_failed": judge_failed, "missing": missing, "duplicates_dropped": writer.duplicates}
     info = build_run_info(cfg, plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
                           ray_info=ray_info, records=records)

@@ -15,7 +15,7 @@ import math
 import os
 from typing import Any
 
-from ragscale.exitcodes import FAILED, INCOMPLETE, OK, STATUS, STOPPED, finished, outcome
+from ragscale.exitcodes import FAILED, INCOMPLETE, OK, STATUS, STOPPED, failed, finished, outcome
 from ragscale.metrics.registry import label, lookup
 from ragscale.report.html import PALETTE, _Dist, _Scan, fmt, trunc
 from ragscale.report.html_records import lowest_section
@@ -87,6 +87,7 @@ def _block(d: Any, nested: bool = True) -> dict:
     means = d.get("metrics") if isinstance(d.get("metrics"), dict) else {}
     ns = d.get("n") if isinstance(d.get("n"), dict) else {}
     out: dict[str, Any] = {"count": _int(d.get("count")), "errors": _int(d.get("errors")),
+                           "judge_failed": _int(d.get("judge_failed")),
                            "metrics": {str(k): _number(v) for k, v in means.items()},
                            "n": {str(k): _int(v) for k, v in ns.items()},
                            "answerability_accuracy": _number(d.get("answerability_accuracy")),
@@ -152,7 +153,7 @@ def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) ->
     rows = []
     for rank, model, d in order:
         row: dict[str, Any] = {"rank": "–" if rank is None else str(rank), "model": model,
-                               "count": d["count"], "errors": d["errors"],
+                               "count": d["count"], "errors": failed(d),
                                "better": ", ".join(wins.get(model, [])) or "—", "estimates": []}
         if calibrated:
             c = cal.get(model) or {}

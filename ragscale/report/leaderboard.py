@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+from ragscale.exitcodes import failed
 from ragscale.metrics.registry import label, lookup
 from ragscale.report.headline import fallback, headline, higher_is_better, missing, table_metrics  # noqa: F401
 from ragscale.report.safe import console_name, csv_writer, md_cell, visible
@@ -198,7 +199,7 @@ def format_markdown(summary: dict) -> str:
         vals += [_fmt(m, d["metrics"].get(m)) for m in shown]
         if acc:
             vals.append(_fmt(ANS_ACC, d.get("answerability_accuracy")))
-        rows.append(["–" if rank is None else str(rank), model, str(d["count"]), str(d["errors"]), *vals])
+        rows.append(["–" if rank is None else str(rank), model, str(d["count"]), str(failed(d)), *vals])
     out += _md_table(["#", "model", "n", "errors", *cal_head, *shown, *([ANS_ACC] if acc else [])], rows, 2)
     if len(cols) > 1:
         dims = [label for label, present in (("answerability", any(b == "answerability" for b, _, _ in cols)),

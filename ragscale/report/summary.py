@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ragscale.exitcodes import failed
 from ragscale.io.identity import REPEAT
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
@@ -357,7 +358,7 @@ def format_table(summary: dict) -> str:
         if acc:
             a = d.get("answerability_accuracy")
             vals.append("-" if a is None else f"{a:.4f}")
-        rows.append([console_name(model), str(d["count"]), str(d["errors"]), *vals])
+        rows.append([console_name(model), str(d["count"]), str(failed(d)), *vals])
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [head] + rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

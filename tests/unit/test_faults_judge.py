@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -287,6 +288,30 @@ def test_a_record_whose_judge_engine_failed_is_a_failed_record(tmp_path):
     assert outcome(RECORD_ERRORS, 4, errored, 1) == "2 of 4 records failed (the judge engine failed on 1)"
     assert outcome(NOTHING_SCORED, 2, 2, 2) == "nothing scored: all 2 records failed (the judge engine failed on 2)"
     assert outcome(RECORD_ERRORS, 4, 1) == "1 of 4 records failed"
+
+
+def test_the_per_model_error_columns_count_the_records_whose_judge_engine_failed(tmp_path):
+    """The console table's ``err``, leaderboard.md's and the report's ``errors`` count what the status
+    line counts: "2 of 4 records failed" is 2 in the model's row (it was 1: the judge-failed one left out)."""
+    from ragscale.exitcodes import failed
+    from ragscale.report.html import HtmlSink
+    from ragscale.report.leaderboard import format_markdown
+    from ragscale.report.summary import SummarySink, format_table
+
+    recs = [record("a", [{"judge": "idk", "reason": "engine error: openai engine: x: HTTP 500 (3 attempts)"}]),
+            record("b", []), record("c", []), record("d", [], error={"stage": "read", "message": "not JSON"})]
+    sink = SummarySink(str(tmp_path), ["idk_eval", "exact_match"])
+    for rec in recs:
+        sink.add(rec)
+    summary = sink.finish()
+    assert failed(summary["overall"]) == failed(summary["models"]["m"]) == 2
+    table = format_table(summary).splitlines()
+    assert table[0].split()[:3] == ["model_id", "n", "err"] and table[2].split()[:3] == ["m", "4", "2"], table
+    assert "| 1 | m | 4 | 2 |" in format_markdown(summary)
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    html = open(HtmlSink(str(tmp_path), summary["metrics"]).finish(summary, None, str(tmp_path / "r.html"))).read()
+    row = re.search(r"<tr[^>]*>\s*<td[^>]*>1</td>\s*<td[^>]*>m</td>(.*?)</tr>", html, re.S)
+    assert row and re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))[:2] == ["4", "2"], row and row.group(0)
 
 
 def test_the_judge_options_are_checked_in_one_line():
