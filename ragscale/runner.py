@@ -177,6 +177,17 @@ def _tolerant(printer: Printer) -> Printer:
     return show
 
 
+def engines_ready(plan: RunPlan) -> None:
+    """Check, before anything starts, what the judge engines need to send prompts that the config
+    cannot show (an API key's environment variable set): a one-line UserError. Not for
+    ``ragscale prompts``, which sends nothing."""
+    from ragscale.actors.engines import ready
+
+    for kwargs in (plan.judge_kwargs, *plan.panel_kwargs):
+        if kwargs.get("engine") and kwargs.get("judges"):
+            ready(kwargs["engine"])
+
+
 def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -> int:
     """Run one evaluation from a composed config; returns the process exit code (ragscale.exitcodes:
     0 every record scored, 1 stopped (a re-run of the same command resumes), 3 some records failed,
@@ -188,6 +199,7 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
 
     t_start = time.time()
     plan = plan_run(cfg)
+    engines_ready(plan)
     out_dir = os.path.abspath(output_dir or cfg.output_dir)
     printer = _tolerant(printer)
     with OutputDirLock(out_dir, printer), Signals() as stop:

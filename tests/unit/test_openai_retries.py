@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from ragscale.actors.engines import resolve as resolve_engine  # noqa: E402
+from ragscale.actors.engines import ready as engine_ready, resolve as resolve_engine  # noqa: E402
 from ragscale.actors.engines.openai_compat import Engine, resolve, strict_schema  # noqa: E402
 from ragscale.errors import UserError  # noqa: E402
 from ragscale.judges import idk, radbench  # noqa: E402
@@ -309,10 +309,11 @@ def test_works_inside_a_running_event_loop(server):
 def test_resolve_checks_options_and_needs_a_key_for_openai(monkeypatch):
     monkeypatch.delenv("RAGSCALE_TEST_KEY", raising=False)
     conf = {"engine": "openai", "model": "gpt-4o-mini", "seed": 1, "options": {"api_key_env": "RAGSCALE_TEST_KEY"}}
+    kw = resolve_engine(conf, {})  # a valid config; sending needs the key (a run checks, a dry run does not)
     with pytest.raises(UserError, match="RAGSCALE_TEST_KEY"):
-        resolve_engine(conf, {})
+        engine_ready(kw)
     monkeypatch.setenv("RAGSCALE_TEST_KEY", KEY)
-    kw = resolve_engine(conf, {})
+    assert resolve_engine(conf, {}) == kw and engine_ready(kw) is None
     assert kw["engine"] == "openai" and kw["base_url"] == "https://api.openai.com/v1" and kw["seed"] == 1
     assert kw["response_format"] == "auto" and kw["concurrency"] == 16 and KEY not in json.dumps(kw)
     with pytest.raises(UserError, match="base_url"):  # not an OpenAI model: where is it served?
@@ -320,6 +321,7 @@ def test_resolve_checks_options_and_needs_a_key_for_openai(monkeypatch):
     local = {"engine": "openai", "model": "smollm2",
              "options": {"base_url": "http://127.0.0.1:8000/v1/chat/completions/", "api_key_env": "NOT_SET_ANYWHERE"}}
     assert resolve_engine(local, {})["base_url"] == "http://127.0.0.1:8000/v1"  # a local server needs no key
+    engine_ready(resolve_engine(local, {}))
     for bad, match in (({"response_format": "xml"}, "response_format"), ({"concurrency": 0}, "concurrency"),
                        ({"extra_headers": {"Authorization": "Bearer x"}}, "secrets"), ({"base_url": "ftp://x"}, "http"),
                        ({"api_key_env": "sk-abc-123"}, "NAME"), ({"concurency": 2}, "did you mean")):

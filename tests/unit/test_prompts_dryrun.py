@@ -251,3 +251,23 @@ def test_command_line(tmp_path, capsys):
     from ragscale import cli, prompts
 
     assert cli.subcommands()["prompts"] is prompts.main and "ragscale prompts" in cli.USAGE
+
+
+def test_the_dry_run_needs_no_api_key_and_the_run_does(tmp_path, capsys, monkeypatch):
+    """``ragscale prompts judge=openai`` sends nothing: it writes the prompts without OPENAI_API_KEY
+    (it was refused for the missing key); a run of the same config is refused in one line, before
+    anything starts."""
+    from ragscale.errors import UserError
+    from ragscale.overrides import compose
+    from ragscale.runner import execute
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "p.jsonl"
+    argv = ["+scenario=mtrag", "steps=[idk]", "limit=2", "judge=openai", f"judge.cache_path={tmp_path / 'c.sqlite'}"]
+    assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
+    assert [json.loads(x)["judge"] for x in open(out)] == ["idk"] * 2
+    cfg = compose([*argv, f"output_dir={tmp_path / 'run'}"])
+    with pytest.raises(UserError, match=r"^judge engine 'openai': environment variable OPENAI_API_KEY "
+                                        r"\(judge.options.api_key_env\) is not set; api.openai.com needs an API key$"):
+        execute(cfg, lambda *_: None)
+    assert not (tmp_path / "run").exists()

@@ -14,7 +14,8 @@ the prompts as their backend allows; parsing is the judges' business, not theirs
 Each engine module also has ``resolve(conf, pool) -> dict``: it runs on the driver before
 Ray starts, checks the config and the model's location without importing the backend,
 and returns the actor's keyword arguments (never a secret: API keys are read from the
-environment inside the actor). A judge config holding a value that looks like a key or token
+environment inside the actor); an engine that sends to a server may have ``ready(kwargs)``,
+what a run (not a dry run) checks before it starts (the API key's variable is set). A judge config holding a value that looks like a key or token
 (``sk-...``, ``Bearer ...``, an ``api_key`` entry) is refused here, naming where it is and
 never showing it.
 
@@ -107,6 +108,15 @@ def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
             f"{did_you_mean(unknown[0], mod.OPTIONS)}; its options are {', '.join(sorted(mod.OPTIONS))}"
         )
     return {"engine": conf["engine"], **mod.resolve(conf, options, pool)}
+
+
+def ready(kwargs: Mapping[str, Any]) -> None:
+    """Check what sending prompts needs that a config cannot show (an API key in the environment):
+    a one-line UserError. ``kwargs``: ``resolve``'s. A run checks it; ``ragscale prompts`` sends
+    nothing and does not."""
+    mod = _module(kwargs["engine"])
+    if hasattr(mod, "ready"):
+        mod.ready(kwargs)
 
 
 def _llamacpp_label(kw: Mapping[str, Any]) -> str:

@@ -132,9 +132,9 @@ def _base_url(base_url: Any, model: str) -> str:
     return base_url
 
 
-def _key_env(env: Any, base_url: str) -> str:
-    """``api_key_env`` checked to be a variable's name (a key is refused unshown) that is set
-    where the endpoint needs a key."""
+def _key_env(env: Any) -> str:
+    """``api_key_env`` checked to be a variable's name (a key is refused unshown); whether it is
+    set is ``ready``'s question (a dry run sends nothing and needs no key)."""
     if not looks_like_env_name(env):
         shown = f", got {env!r}" if isinstance(env, str) and len(env) <= 40 and not looks_like_secret(env) \
             and not re.search(r"[A-Za-z0-9]{16,}", env) else " (the value given is not shown: it may be a key)"
@@ -142,12 +142,18 @@ def _key_env(env: Any, base_url: str) -> str:
             "judge.options.api_key_env must be the NAME of an environment variable holding the key "
             f"(e.g. OPENAI_API_KEY), never the key itself{shown}"
         )
+    return env
+
+
+def ready(kwargs: Mapping[str, Any]) -> None:
+    """What sending needs beyond a valid config (``resolve``'s kwargs): the key's environment
+    variable set where the endpoint always wants a key. Checked before a run, not a dry run."""
+    env, base_url = kwargs["api_key_env"], kwargs["base_url"]
     if _needs_key(base_url) and not os.environ.get(env):
         raise UserError(
             f"judge engine 'openai': environment variable {env} (judge.options.api_key_env) is not set; "
             f"{_host(base_url)} needs an API key"
         )
-    return env
 
 
 def _num(kw: Mapping[str, Any], name: str, cast: type, low: float) -> Any:
@@ -182,7 +188,7 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
     kw = {**OPTIONS, **{k: v for k, v in options.items() if v is not None}}  # null: the default
     model = _model(conf)
     base_url = _base_url(kw["base_url"], model)
-    env = _key_env(kw["api_key_env"], base_url)
+    env = _key_env(kw["api_key_env"])
     out = {
         "model": model,
         "base_url": base_url,
