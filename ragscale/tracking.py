@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 from ragscale.errors import UserError
+from ragscale.exitcodes import INTERRUPTED, OK, STATUS
 
 BACKENDS = ("none", "mlflow")
 INSTALL_HINT = "pip install 'ragscale[tracking]'"
@@ -210,6 +211,15 @@ def _experiment_id(client: Any, name: str, uri: str) -> str:
     return exp.experiment_id
 
 
+def mlflow_status(status: Any) -> str:
+    """The MLflow run status of a ragscale status (run.json's, ragscale.exitcodes): FINISHED when
+    every record was scored, KILLED when a signal stopped it (re-run to resume), FAILED otherwise
+    (some or all records failed, an output not written, the run stopped): what its exit code says."""
+    if status == STATUS[OK]:
+        return "FINISHED"
+    return "KILLED" if status == INTERRUPTED else "FAILED"
+
+
 def log_run(conf: Any, out_dir: str, run_info: dict, summary: dict) -> tuple[str, str]:
     """Log a finished (or failed) run to MLflow: one MLflow run in experiment
     ``tracking.experiment`` (default: the scenario) named ``tracking.run_name`` (default:
@@ -236,7 +246,7 @@ def log_run(conf: Any, out_dir: str, run_info: dict, summary: dict) -> tuple[str
         except BaseException:
             client.set_terminated(run_id, status="FAILED")
             raise
-        client.set_terminated(run_id, status="FINISHED" if run_info.get("status") == "ok" else "FAILED")
+        client.set_terminated(run_id, status=mlflow_status(run_info.get("status")))
     return uri, run_id
 
 

@@ -206,3 +206,15 @@ def test_a_tracking_failure_is_a_warning_and_keeps_the_files(tmp_path, monkeypat
     assert sorted(os.listdir(tmp_path / "out")) == ["leaderboard.csv", "leaderboard.md", "report.html", "run.json",
                                                     "summary.json"]
     assert track(conf(name="none"), str(tmp_path / "out"), info, SUMMARY) is None
+
+
+def test_the_mlflow_status_says_what_the_exit_code_says():
+    """ok -> FINISHED; interrupted by a signal -> KILLED (it was FAILED); every other status (records
+    failed, nothing scored, an output not written, the run stopped) -> FAILED."""
+    from ragscale.exitcodes import STATUS
+    from ragscale.tracking import mlflow_status
+
+    assert {s: mlflow_status(s) for s in set(STATUS.values())} == {
+        "ok": "FINISHED", "interrupted": "KILLED", "failed": "FAILED", "record_errors": "FAILED",
+        "nothing_scored": "FAILED", "outputs_incomplete": "FAILED"}
+    assert mlflow_status(None) == "FAILED"
