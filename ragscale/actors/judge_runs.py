@@ -6,9 +6,10 @@ Isolation: an exception raised by a judge's own code (at its start, or on an ans
 parser is that judge's failure on that record (a ``judge_errors`` entry, its metrics ``null``),
 never the record's or the batch's; a parser's is a parse failure like a JudgeParseError (re-asked
 while re-asks are left). A RecordError (the record's own input is malformed, e.g. a taxonomy label
-that is not 0/1) is the exception: it fails that record, with its stage, as before any judging. Odd outputs: an output longer than ``judge.max_raw_chars`` is cut to it
-as it arrives, so that the parser, the record and the judge cache all see the same text
-(docs/judges.md, "Odd outputs and their limits").
+that is not 0/1) is the exception: it fails that record, with its stage, as before any judging.
+Odd outputs: an output longer than ``judge.max_raw_chars`` is cut to it as it arrives, so that
+the parser, the record and the judge cache all see the same text (docs/judges.md, "Odd outputs
+and their limits").
 """
 
 from __future__ import annotations

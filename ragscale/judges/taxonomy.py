@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from ragscale.errors import RecordError
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
-from ragscale.errors import RecordError
 from ragscale.judges.templates import fence, load_template
 from ragscale.metrics.taxonomy import (ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS, GENERATION_METRICS,
                                        GROUNDING_METRICS, RETRIEVAL_METRICS, generation_scores, grounding_scores,

@@ -15,9 +15,9 @@ Each engine module also has ``resolve(conf, pool) -> dict``: it runs on the driv
 Ray starts, checks the config and the model's location without importing the backend,
 and returns the actor's keyword arguments (never a secret: API keys are read from the
 environment inside the actor); an engine that sends to a server may have ``ready(kwargs)``,
-what a run (not a dry run) checks before it starts (the API key's variable is set). A judge config holding a value that looks like a key or token
-(``sk-...``, ``Bearer ...``, an ``api_key`` entry) is refused here, naming where it is and
-never showing it.
+what a run (not a dry run) checks before it starts (the API key's variable is set). A judge
+config holding a value that looks like a key or token (``sk-...``, ``Bearer ...``, an
+``api_key`` entry) is refused here, naming where it is and never showing it.
 
 Untrusted text (responses, passages) reaches the engines inside the judges' delimiters. The
 engines that apply a chat template themselves (llama.cpp, vLLM; and the servers behind the
