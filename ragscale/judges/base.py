@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Union
 
@@ -46,8 +47,22 @@ class JudgeParseError(ValueError):
         self.reason = reason
 
 
+# the start of a turn in ``JudgePrompt.text()``: "<role>" on a line of its own
+ROLES = ("system", "user", "assistant", "tool", "developer")
+_TURN = re.compile(r"(?:^|(?<=\n))<(?:" + "|".join(ROLES) + r")>\n")
+
+
+def _turns_readable(prompt: JudgePrompt) -> bool:
+    """Whether ``prompt.text()`` splits back into its messages alone: every role is one of ``ROLES``
+    and the text has one turn start per message (no content holds, or completes, a line ``<user>``)."""
+    return (all(m.get("role") in ROLES for m in prompt.messages)
+            and len(_TURN.findall(prompt.text())) == len(prompt.messages))
+
+
 def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, Any]) -> str:
-    """Stable key of a generation: engine, model, prompt version, rendered prompt, schema, sampling."""
+    """Stable key of a generation: engine, model, judge and prompt version, rendered prompt,
+    schema, max tokens, sampling and extra parameters; what changes none of them (dict order, the
+    order of the extra parameters) leaves it (tests/unit/test_cache_key.py)."""
     payload = json.dumps(
         {
             "engine": engine,
@@ -59,7 +74,10 @@ def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, 
             "max_tokens": prompt.max_tokens,
             "sampling": sampling,
             # only when set: the keys of prompts without extra parameters stay as they were
-            **({"params": [list(p) for p in prompt.params]} if prompt.params else {}),
+            **({"params": sorted([list(p) for p in prompt.params])} if prompt.params else {}),
+            # only when the rendered text does not tell the turns apart (keys of the others unchanged)
+            **({} if _turns_readable(prompt) else {"messages": [[m.get("role"), m.get("content")]
+                                                                for m in prompt.messages]}),
         },
         sort_keys=True,
     )
