@@ -20,10 +20,12 @@ def redact(obj: Any) -> Any:
     key's or token's shape, a URL's ``user:password@`` or ``?api-key=``) replaced by ``***``: what
     run.json and the MLflow params (ragscale.tracking) show of a config. The runs that the command
     line, ``evaluate`` and ``ragscale prompts`` start never get here with a secret (they are
-    refused before anything is written): this is for a program that calls the runner itself."""
+    refused before anything is written): this is for a program that calls the runner itself.
+    A key that holds a secret's shape is redacted too; a tuple comes back as a list (as JSON writes it)."""
     if isinstance(obj, dict):
-        return {k: ("***" if credential_name(k) and filled(v) else redact(v)) for k, v in obj.items()}
-    if isinstance(obj, list):
+        return {redact(k) if isinstance(k, str) else k: ("***" if credential_name(k) and filled(v) else redact(v))
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
     if isinstance(obj, str):
         return redact_secret_shapes(obj)
