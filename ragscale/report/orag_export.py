@@ -335,11 +335,13 @@ class OragSink:
         self.tables.setdefault(str(rec.get("model_id") or "model"), _Table()).add(rec)
 
     def finish(self) -> list[str]:
-        """Write the CSVs; returns their paths, in order of first appearance of the model."""
+        """Write the CSVs; returns their paths, in the order of the model ids (which also decides
+        which of two ids that share a name without case, ``Model`` and ``model``, gets the hash
+        suffix: never the order the records came in)."""
         out_dir = os.path.join(self.run_dir, EXPORT_DIR)
         paths: list[str] = []
         taken: set[str] = set()
-        for model_id, table in self.tables.items():
+        for model_id, table in sorted(self.tables.items()):
             path = os.path.join(out_dir, file_name(model_id, taken))
             try:
                 table.write(path)

@@ -83,6 +83,7 @@ class PairedValues:
         self.tasks: dict[str, int] = {}
         self.cols: dict[tuple[str, str], tuple[array, array]] = {}
         self.keyless = 0
+        self._order: np.ndarray | None = None
 
     def add(self, rec: dict, model: str | None = None) -> None:
         """One record (``model``: its name here, default its model_id)."""
@@ -118,8 +119,17 @@ class PairedValues:
         """Rename models (``{old: new}``)."""
         self.cols = {(names.get(model, model), metric): col for (model, metric), col in self.cols.items()}
 
+    def task_order(self) -> np.ndarray:
+        """The tasks' indexes in the order of their keys: rows are in this order, not in the order
+        the records came in, so the resampling draws the same tasks whatever that order was."""
+        if self._order is None or len(self._order) != len(self.tasks):
+            keys = list(self.tasks)
+            self._order = np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+        return self._order
+
     def row(self, model: str, metric: str) -> np.ndarray:
-        """The model's value of each task (its records' mean), NaN where it has none."""
+        """The model's value of each task (its records' mean), NaN where it has none, in
+        :meth:`task_order`."""
         out = np.full(len(self.tasks), np.nan)
         if (model, metric) in self.cols:
             idx, vals = (np.frombuffer(c, dtype=t) for c, t in zip(self.cols[(model, metric)], (np.int64, float)))
@@ -127,7 +137,7 @@ class PairedValues:
             sums = np.bincount(idx, weights=vals, minlength=len(self.tasks))
             has = counts > 0
             out[has] = sums[has] / counts[has]
-        return out
+        return out[self.task_order()]
 
 
 def compare(order: Sequence[str], values: PairedValues, settings: Any,

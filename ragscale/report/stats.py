@@ -18,6 +18,39 @@ import numpy as np
 CONFIDENCE = 0.95
 
 
+class ExactSum:
+    """A running sum that does not depend on the order of its terms: Shewchuk's exact partials
+    (what ``math.fsum`` keeps), added one value at a time, so a mean over records streamed in any
+    order is the same float (the pool finishes records in a different order each run). A few
+    floats of memory; a non-finite term (inf, nan) is summed apart, where order cannot matter."""
+
+    __slots__ = ("partials", "special")
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+        self.special = 0.0
+
+    def add(self, x: float) -> None:
+        if not math.isfinite(x):
+            self.special += x
+            return
+        i = 0
+        for y in self.partials:
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo:
+                self.partials[i] = lo
+                i += 1
+            x = hi
+        self.partials[i:] = [x]
+
+    def value(self) -> float:
+        """The correctly rounded sum of the terms added."""
+        return math.fsum(self.partials) + self.special if self.special else math.fsum(self.partials)
+
+
 def rng_arg(seed: int) -> dict[str, np.random.Generator]:
     """The keyword argument that seeds ``scipy.stats.bootstrap`` / ``permutation_test`` with
     ``numpy.random.default_rng(seed)``, under the name this scipy uses (scipy 1.15 renamed

@@ -38,6 +38,7 @@ from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
 from ragscale.record import answer_of, answerability_of, inputs_of, is_unreadable, judge_error_kind
 from ragscale.report.safe import console_name, csv_writer
+from ragscale.report.stats import ExactSum
 
 ALL = "ALL"
 UNKNOWN = "UNKNOWN"  # the answerability class of a record without one
@@ -69,7 +70,7 @@ class _Acc:
         self.count = 0
         self.errors = 0
         self.judge_failed = 0  # records without an error whose judge engine failed (docs/exit-codes.md: failed)
-        self.sums: dict[str, float] = defaultdict(float)
+        self.sums: dict[str, ExactSum] = defaultdict(ExactSum)  # the same mean in any record order
         self.ns: dict[str, int] = defaultdict(int)
         self.parse_failures: dict[str, int] = defaultdict(int)
         self.engine_errors: dict[str, int] = defaultdict(int)
@@ -105,7 +106,7 @@ class _Acc:
         for name in metrics:
             v = record_scalar(name, (rec.get("metrics") or {}).get(name))
             if v is not None:
-                self.sums[name] += v
+                self.sums[name].add(v)
                 self.ns[name] += 1
 
     def add_unreadable(self, n: int) -> None:
@@ -118,7 +119,7 @@ class _Acc:
             "count": self.count,
             "errors": self.errors,
             "judge_failed": self.judge_failed,
-            "metrics": {m: (self.sums[m] / self.ns[m] if self.ns[m] else None) for m in metrics},
+            "metrics": {m: (self.sums[m].value() / self.ns[m] if self.ns[m] else None) for m in metrics},
             "n": {m: self.ns[m] for m in metrics},
             "judge_parse_failures": dict(self.parse_failures),
             "judge_engine_errors": dict(self.engine_errors),
