@@ -357,3 +357,37 @@ def test_cli_unreadable_records_and_unwritable_output(tmp_path):
                           "--bootstrap", "10", "--output", str(blocker / "sub")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_the_runs_one_pass_sink_gives_what_the_command_gives(tmp_path):
+    """A run's AgreementSink (fed record by record by the report pass) and ``ragscale agree`` on the
+    written run agree exactly; a sink without any match says how human and run rows are keyed."""
+    recs = [{"task_id": f"t{t}", "model_id": m, "metrics": {"judge": [float((t + i) % 4 + 1)]},
+             "ragscale": {"record_key": f"{m}-{t}"}} for i, m in enumerate(("a", "b")) for t in range(10)]
+    recs.append({"query_id": "q1", "query_run": 2, "model_id": "trec", "metrics": {"judge": 3.0}})
+    run = write_run(tmp_path / "run", recs)
+    rows = [{"task_id": f"t{t}", "judge": t % 4 + 1} for t in range(10)] + [{"query_id": "q1", "query_run": 2, "judge": 3}]
+    (tmp_path / "h.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sink = ag.AgreementSink(run, str(tmp_path / "h.jsonl"), ["judge=judge"], n_boot=60, seed=3)
+    for rec in recs:
+        sink.add(rec)
+    assert sink.finish() == ag.agreement(run, str(tmp_path / "h.jsonl"), ["judge=judge"], n_boot=60, seed=3)
+    assert sink.finish()["records"] == {"run": 21, "matched": 21, "errored_excluded": 0}
+    assert sink.finish()["bootstrap"]["seed"] == 3 and sink.finish()["bootstrap"]["replicates"] == 60
+
+    (tmp_path / "none.jsonl").write_text(json.dumps({"record_key": "zz", "judge": 1}) + "\n")
+    sink = ag.AgreementSink(run, str(tmp_path / "none.jsonl"))
+    sink.add(recs[0])
+    with pytest.raises(UserError, match=r"no record of .* has human ratings in .*none.jsonl \(1 run records; match on "
+                                        r"task_id \[\+ model_id\], record_key or query_id/query_run; e.g. human "
+                                        r"record_key=zz vs run task_id=t0\)$"):
+        sink.finish()
+    sink = ag.AgreementSink(run, str(tmp_path / "none.jsonl"))
+    sink.add(recs[-1])
+    with pytest.raises(UserError, match=r"vs run query_id=q1, query_run=2\)$"):
+        sink.finish()
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(UserError, match="no human ratings found"):
+        ag.AgreementSink(run, str(tmp_path / "empty.jsonl"))
+    assert ag._describe(("task", "t1", "m")) == "task_id=t1, model_id=m"
+    assert ag._describe(("query", "q", "1", "m")) == "query_id=q, query_run=1, model_id=m"

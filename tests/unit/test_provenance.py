@@ -1,0 +1,100 @@
+"""run.json's content (ragscale.provenance.run_info, issue 37): what a user reads to know what a
+run did. Each field states one thing: the status the exit code gives, UTC times, timings to the
+millisecond, the work counters of each pool by their prefix, the judge's counters per judge, the
+config with its secrets redacted, the inputs, and the models of the stages the run had (none for a
+stage it did not have), with the versions of the packages that decide the numbers."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from omegaconf import open_dict
+
+from ragscale.exitcodes import STATUS, of_run
+from ragscale.judges import JUDGES
+from ragscale.overrides import compose
+from ragscale.plan import plan_run
+from ragscale.provenance import PACKAGES, judge_work, run_info
+
+STATS = {"time_lexical": 0.12345, "time_judge": 2.0, "encoder_pairs": 3, "encoder_batches": 1, "judge_calls": 2,
+         "judge_cache_hits": 1, "judgeby|idk|calls": 1, "judgeby|radbench|calls": 1, "judgeby|radbench|failed": 0,
+         "nli_pairs": 4, "records": 9}
+RECORDS = {"total": 3, "ok": 3, "errored": 0}
+
+
+def info(overrides: list[str], failure: str | None = None, records: dict = RECORDS, stats: dict = STATS,
+         secret: str | None = None) -> dict:
+    cfg = compose(overrides)
+    plan = plan_run(cfg)  # a plan refuses a secret in the config: one is put there after, as a program may
+    if secret:
+        with open_dict(cfg):
+            cfg.judge.options.api_key = secret
+    return run_info(cfg, plan, t_start=1_700_000_000.5, failure=failure,
+                    timings={"total": 12.34567, "report": 0.0004}, stats=stats,
+                    ray_info={"address": "127.0.0.1:6379", "resources": {"CPU": 2.0}, "other": 1}, records=records)
+
+
+@pytest.fixture(scope="module")
+def mtrag() -> dict:
+    return info(["+scenario=mtrag"], secret="not-a-real-key-1234")
+
+
+def test_times_timings_and_the_ray_cluster(mtrag):
+    assert mtrag["started"] == "2023-11-14T22:13:20.500000+00:00"
+    finished = dt.datetime.fromisoformat(mtrag["finished"])
+    assert finished.tzinfo is not None and finished.utcoffset() == dt.timedelta(0)
+    assert abs((dt.datetime.now(dt.timezone.utc) - finished).total_seconds()) < 60
+    assert mtrag["timings_s"] == {"total": 12.346, "report": 0.0, "stage_compute": {"lexical": 0.123, "judge": 2.0}}
+    assert mtrag["ray"] == {"address": "127.0.0.1:6379", "resources": {"CPU": 2.0}}
+    assert mtrag["records"] == RECORDS and mtrag["failure"] is None
+
+
+def test_the_work_of_each_pool_is_its_prefixed_counters(mtrag):
+    assert mtrag["encoder_work"] == {"pairs": 3, "batches": 1}
+    assert mtrag["nli_work"] == {"pairs": 4}
+    assert mtrag["judge_work"] == {"calls": 2, "cache_hits": 1,
+                                   "by_judge": {"idk": {"calls": 1}, "radbench": {"calls": 1, "failed": 0}}}
+    assert judge_work({"records": 1}) is None
+    bare = info(["+scenario=mtrag"], stats={})
+    assert bare["encoder_work"] is bare["judge_work"] is bare["nli_work"] is None
+    assert bare["timings_s"]["stage_compute"] == {}
+
+
+@pytest.mark.parametrize("failure, records", [(None, RECORDS), (None, {"total": 3, "ok": 2, "errored": 1}),
+                                              (None, {"total": 3, "ok": 0, "errored": 3}), ("KeyboardInterrupt", RECORDS)])
+def test_the_status_is_the_exit_codes(failure, records):
+    got = info(["+scenario=custom"], failure=failure, records=records)
+    assert got["status"] == STATUS[of_run(failure, records)] and got["failure"] == failure
+
+
+def test_the_config_is_resolved_with_its_secrets_redacted(mtrag):
+    assert mtrag["config"]["judge"]["options"]["api_key"] == "***"
+    assert "not-a-real-key-1234" not in repr(mtrag)
+    assert mtrag["config"]["scenario_name"] == "mtrag"
+
+
+def test_inputs_and_versions(mtrag):
+    assert mtrag["inputs"] and all(set(f) == {"path", "format", "default_model_id"} for f in mtrag["inputs"])
+    assert all(f["path"].endswith(".jsonl") and f["format"] == "jsonl" for f in mtrag["inputs"])
+    assert set(mtrag["versions"]) == {*PACKAGES, "python"}
+    assert mtrag["ragscale_version"] == mtrag["versions"]["ragscale"]
+
+
+def test_models_of_the_stages_the_run_has(mtrag):
+    m = mtrag["models"]
+    enc = m["encoder"]
+    assert enc["model"] and enc["num_layers"] and enc["idf"] is False
+    assert enc["bertscore_rescaled_with_baseline"] is bool(enc["baseline"])
+    judge = m["judge"]
+    assert judge["judges"] == ["idk", "ragas_faithfulness", "radbench"]
+    assert judge["prompt_versions"] == {j: JUDGES[j].version for j in judge["judges"]}
+    assert judge["protocol"] == dict.fromkeys(judge["judges"], "constrained")
+    assert judge["engine_options"]["engine"] == judge["engine"] == "llama.cpp"
+    assert m["hallucination"] is None and m["judge_panel"] is None and m["answer_relevancy_embeddings"] is None
+    custom = info(["+scenario=custom"])["models"]
+    assert custom["encoder"] is None and custom["judge"] is None
+    trec = info(["+scenario=trec"])["models"]
+    assert trec["hallucination"]["model"] == "vectara/hallucination_evaluation_model"
+    assert trec["hallucination"]["found"] is (trec["hallucination"]["unavailable"] is None)
+    assert trec["judge"]["judges"] == ["umbrela", "nuggets", "citation", "no_answer"]
