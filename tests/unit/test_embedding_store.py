@@ -221,3 +221,48 @@ def test_plan_encoder_passes_and_checks_the_cache_and_dtype_settings(tmp_path, m
                         ({"disk_cache_mb": 0}, "positive integer")]:
         with pytest.raises(UserError, match=needle):
             plan_encoder({**conf, **bad}, {})
+
+
+def test_the_model_fingerprint_reads_what_decides_the_weights(tmp_path):
+    """Every top-level file's name and size; the whole of a small file (up to 8 MiB: configs,
+    tokenizers); the first and last MiB of a large one (weights); not sub-folders, not the order
+    the files were written in (issue 37)."""
+    from ragscale.actors.embedding_store import model_fingerprint
+
+    mib = 2**20
+
+    def folder(name: str, files: dict[str, bytes]) -> str:
+        d = tmp_path / name
+        d.mkdir()
+        for n, data in files.items():
+            (d / n).write_bytes(data)
+        return str(d)
+
+    small = bytes(range(256)) * 4
+    big = b"a" * mib + b"m" * (7 * mib + 1) + b"z" * mib  # 9 MiB + 1 byte: sampled
+    base = model_fingerprint(folder("base", {"config.json": small, "w.bin": big}))
+    assert model_fingerprint(folder("reordered", {"w.bin": big, "config.json": small})) == base
+    sub = folder("sub", {"config.json": small, "w.bin": big})
+    os.mkdir(os.path.join(sub, "extra"))
+    (tmp_path / "sub" / "extra" / "x").write_bytes(b"x")
+    assert model_fingerprint(sub) == base
+    middle = big[:5 * mib] + b"X" + big[5 * mib + 1:]
+    assert model_fingerprint(folder("middle", {"config.json": small, "w.bin": middle})) == base  # not read
+    changed = {
+        "a byte of a small file": {"config.json": small[:-1] + b"!", "w.bin": big},
+        "the last byte of a small file of 8 MiB": {"config.json": small, "w.bin": big},  # filled below
+        "the first MiB of a large file": {"config.json": small, "w.bin": b"b" + big[1:]},
+        "the last MiB of a large file": {"config.json": small, "w.bin": big[:-1] + b"y"},
+        "a file's size": {"config.json": small, "w.bin": big + b"z"},
+        "a file's name": {"config2.json": small, "w.bin": big},
+        "a file more": {"config.json": small, "w.bin": big, "vocab.txt": b""},
+    }
+    eight = b"e" * (8 * mib)
+    changed["the last byte of a small file of 8 MiB"] = {"config.json": small, "w.bin": eight}
+    prints = {what: model_fingerprint(folder(f"c{i}", files)) for i, (what, files) in enumerate(changed.items())}
+    assert base not in prints.values() and len(set(prints.values())) == len(prints)
+    assert model_fingerprint(folder("eight2", {"config.json": small, "w.bin": eight[:-1] + b"f"})) != \
+        prints["the last byte of a small file of 8 MiB"]  # 8 MiB is read whole
+    eight_mid = eight[:4 * mib] + b"f" + eight[4 * mib + 1:]
+    assert model_fingerprint(folder("eight3", {"config.json": small, "w.bin": eight_mid})) != \
+        prints["the last byte of a small file of 8 MiB"]
