@@ -72,14 +72,21 @@ ORDINARY = [
 ]
 
 
-@pytest.mark.parametrize("value", list(SECRETS))
+# ids by position, not by value: the values are drawn afresh at each collection (no secret-shaped
+# literal in the repository), and a test's id must stay the same from one collection to the next
+# (mutation testing and --last-failed select tests by id)
+def numbered(prefix: str, values: list) -> list[str]:
+    return [f"{prefix}{i}" for i in range(len(values))]
+
+
+@pytest.mark.parametrize("value", list(SECRETS), ids=numbered("secret", list(SECRETS)))
 def test_every_known_format_looks_like_a_secret(value):
     assert looks_like_secret(value)
     assert secret_kind(value).startswith(SECRETS[value]), (secret_kind(value), SECRETS[value])
     assert not looks_like_env_name(value)
 
 
-@pytest.mark.parametrize("value", ORDINARY)
+@pytest.mark.parametrize("value", ORDINARY, ids=numbered("ordinary", ORDINARY))
 def test_ordinary_config_values_are_not_secrets(value):
     assert not looks_like_secret(value), secret_kind(value)
     assert redact_secret_shapes(value) == value
@@ -158,7 +165,7 @@ def test_secret_paths_names_the_values_never_returns_them():
     assert secret_paths({key: 1}) == [key]  # a key that is itself a secret: the caller does not show it
 
 
-@pytest.mark.parametrize("override, key", [
+CARRYING = [
     ("+judge.options.api_key=anything", "judge.options.api_key"),
     (f"+judge.options.extra_headers.api-key={_random.token_hex(16)}", "judge.options.extra_headers.api-key"),
     ("+judge.options.extra_headers.X-Api-Key=abc", "judge.options.extra_headers.X-Api-Key"),
@@ -174,7 +181,10 @@ def test_secret_paths_names_the_values_never_returns_them():
     ("input=${oc.env:HOME}/data.jsonl", "input"),
     (f"judge.options.api_key_env={_random.token_hex(16)}", "judge.options.api_key_env"),
     (f"+judge.options.extra_headers.sk-{_alnum(32)}=x", "a key"),
-])
+]
+
+
+@pytest.mark.parametrize("override, key", CARRYING, ids=numbered("carrying", CARRYING))
 def test_overrides_that_carry_a_secret(override, key):
     problem = override_problem(override)
     assert problem is not None and problem[0] == key
@@ -186,14 +196,17 @@ def test_overrides_that_carry_a_secret(override, key):
     assert value not in message and "not shown" in message
 
 
-@pytest.mark.parametrize("override", [
+ORDINARY_OVERRIDES = [
     "judge.model=Qwen/Qwen2.5-7B-Instruct", "significance.seed=20240101", "output_dir=/tmp/x/out", "limit=10",
     "judge.options.api_key_env=MY_KEY", "judge.seed=1,2", "hydra.searchpath=[file:///tmp/conf]",
     "metrics=[faithfulness,RougeL]", "+judge.options.extra_headers.X-Team=eval", "judge=openai",
     "judge.options.base_url=http://127.0.0.1:8000/v1", "tracking.uri=sqlite:///mlflow.db", "~judge.options.api_key",
     "+judge.options.extra_headers.Authorization=null", "+judge.options.use_auth_token=true",
     f"output_dir=/runs/{_random.token_hex(16)}", "input=[a.jsonl,b.jsonl]", "+scenario=mtrag",
-])
+]
+
+
+@pytest.mark.parametrize("override", ORDINARY_OVERRIDES, ids=numbered("override", ORDINARY_OVERRIDES))
 def test_ordinary_overrides_pass(override):
     assert override_problem(override) is None
     refuse_secrets([override])
