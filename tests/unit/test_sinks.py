@@ -1,0 +1,89 @@
+"""The report pass's sinks (ragscale.report.sinks.Outputs, issue 37): which sinks a run opens, what
+the console says about significance and repeated answers, and that a failing sink is one warning
+line and a line in run.json's outputs_failed while every other output is written."""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+from ragscale.config import SignificanceConf
+from ragscale.io.identity import REPEAT
+from ragscale.report.sinks import Outputs
+
+
+def run_dir(tmp_path, recs: list[dict]) -> str:
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(d)
+
+
+def cfg(**kw):
+    base = dict(calibration=SimpleNamespace(human=None), significance=SignificanceConf(resamples=200),
+                trec=SimpleNamespace(export_csv=False), agreement=SimpleNamespace(human=None, pairs=[], bootstrap=50,
+                                                                                 seed=0), html_report=False)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def plan(steps=("algorithmic",), metrics=("RougeL_stemFalse",)):
+    return SimpleNamespace(metrics=list(metrics), panel_columns=lambda: [], steps=list(steps), columns={})
+
+
+def recs(models=("a", "b"), tasks=6) -> list[dict]:
+    return [{"task_id": f"t{t}", "model_id": m, "answer": "x", "metrics": {"RougeL_stemFalse": [(t + i) / 10]},
+             "error": None, "ragscale": {"record_key": f"{m}{t}"}} for i, m in enumerate(models) for t in range(tasks)]
+
+
+def test_the_sinks_a_run_opens(tmp_path):
+    d = run_dir(tmp_path, recs())
+    human = tmp_path / "h.jsonl"
+    human.write_text(json.dumps({"task_id": "t1", "RougeL_stemFalse": 0.5}) + "\n")
+    out = Outputs(cfg(), plan(), d)
+    assert out.sinks == {} and out.paired is not None and out.groups is None and out.calibration is None
+    out = Outputs(cfg(significance=SignificanceConf(enabled=False), trec=SimpleNamespace(export_csv=True),
+                      html_report=True, agreement=SimpleNamespace(human=str(human), pairs=[], bootstrap=50, seed=0)),
+                  plan(steps=("retrieval", "consistency")), d)
+    assert list(out.sinks) == ["open_rag_eval_csv", "agreement", "html_report"] and out.paired is None
+    assert out.groups is not None
+    # the export only for a TREC step
+    assert "open_rag_eval_csv" not in Outputs(cfg(trec=SimpleNamespace(export_csv=True)), plan(), d).sinks
+
+
+def test_what_the_console_says(tmp_path):
+    rows = recs() + [{"model_id": "a", "metrics": {"RougeL_stemFalse": [0.1]}, "error": None,
+                      "ragscale": {"record_key": "a-keyless"}}]
+    rows.append({"task_id": "t0", "model_id": "a", "error": {"stage": "input", "message": "line 9 " + REPEAT},
+                 "ragscale": {"record_key": "a-t0-repeat"}})
+    printed: list[str] = []
+    out = Outputs(cfg(), plan(), run_dir(tmp_path, rows), printed.append)
+    out.read()
+    summary = out.finish_summary()
+    assert summary["significance"]["metrics"]
+    assert printed[-1] == ("[ragscale] warning: 1 record repeats an earlier answer of its model to its task: only the "
+                          "first answer is scored, each repeat is an input error (summary.json duplicates)")
+    assert "[ragscale] significance: 1 record(s) without a task_id, query_id or conversation_id + turn left out " \
+           "(nothing to pair them by)" in printed
+    line = next(p for p in printed if "paired comparisons" in p)
+    assert line.startswith("[ragscale] significance: 1 paired comparisons (all-pairs, 1 metric(s), 200 resamples) in ")
+    assert not out.failed
+
+
+def test_a_failing_sink_is_a_warning_and_the_rest_is_written(tmp_path):
+    d = run_dir(tmp_path, recs(models=("a", "b", "c")))
+    printed: list[str] = []
+    out = Outputs(cfg(trec=SimpleNamespace(export_csv=True)), plan(steps=("retrieval",)), d, printed.append)
+
+    class Broken:
+        def add(self, rec):
+            raise OSError("disk full")
+
+    out.sinks["broken"] = ("broken export", Broken())
+    out.read()
+    out.finish_reports(out.finish_summary(), {"status": "ok"})
+    assert out.failed == ["broken export: OSError: disk full"]
+    assert "[ragscale] warning: broken export failed: OSError: disk full" in printed
+    assert "broken" not in out.sinks  # dropped after its first failure: one warning, not one per record
+    assert sorted(os.listdir(os.path.join(d, "open-rag-eval"))) == ["a.csv", "b.csv", "c.csv"]
+    assert os.path.exists(os.path.join(d, "summary.json")) and os.path.exists(os.path.join(d, "leaderboard.md"))
