@@ -6,8 +6,10 @@
 # `make check-wheel`: builds the wheel, installs it (+ the models extra) in a fresh venv and runs
 # ragscale from outside the checkout (scripts/check_wheel.sh; needs no `make setup`); `make test`
 # runs it before the test suite.
-# `make mutate`: mutation testing of the pure core (mutmut, scripts/mutate.sh, docs/testing.md);
-# not part of `make test` (it runs the unit tests once per mutant).
+# `make mutate`: mutation testing of every module whose output is data or a decision (mutmut,
+# scripts/mutate.sh, docs/testing.md), a floor per module; `make mutate MODULES=changed` (or paths)
+# runs the modules a change touched, `RECHECK=1` the mutants not caught last time. Not part of
+# `make test` (it runs the unit tests once per mutant).
 PY := .venv/bin/python
 ARGS ?=
 # `make run` evaluates a slice of the bundled sample: its first 3 tasks answered by its 3 models (9

@@ -1,9 +1,12 @@
-"""The mutation score of the core after ``mutmut run`` (``make mutate``, docs/testing.md).
+"""The mutation score after ``mutmut run`` (``make mutate``, docs/testing.md).
 
 Reads mutmut's results, sets aside the mutants listed as equivalent in
 tests/mutation_equivalents.json (each with its reason), and writes mutants/report.md and
 mutants/report.json: the score per module and overall, and every surviving mutant with its diff.
-Exits 1 when the score is below ``--min`` (percent).
+Exits 1 when a module scores below its floor (``--floor``, or its own in
+tests/mutation_floors.json) or mutants were left unchecked. ``--select`` prints the modules of
+the scope that a ``MODULES=`` value names (``make mutate MODULES=...``), ``--survivors`` the
+mutants not caught so far (``make mutate RECHECK=1``).
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.json"
+FLOORS = ROOT / "tests" / "mutation_floors.json"  # {module: {"floor": percent, "why": reason}}
 # mutmut's statuses that count as caught; the rest (survived, no tests, suspicious, segfault)
 # count as not caught. A timeout is a mutant that made the tests hang: caught. Mutants not
 # checked yet (an interrupted or partial run) are counted apart and left out of the score.
@@ -79,30 +84,103 @@ def score(statuses: dict[str, str], equivalent: dict[str, str]) -> dict:
             "modules": {m: {**c, "score": pct(c)} for m, c in sorted(per.items())}}
 
 
+def scope() -> list[str]:
+    """The modules in pyproject's ``[tool.mutmut] only_mutate``, as dotted names."""
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    return [dotted(p) for p in conf["only_mutate"]]
+
+
+def dotted(name: str) -> str:
+    """``ragscale/io/output.py`` or ``ragscale.io.output`` -> ``ragscale.io.output``."""
+    name = name.strip().removesuffix(".py").strip("/")
+    return name.replace("/", ".")
+
+
+def changed(base: str | None) -> list[str]:
+    """The Python files under ragscale/ that differ from ``base`` (default: origin/main if there
+    is one, else main), committed or not, and the untracked ones."""
+    def git(*args: str) -> list[str]:
+        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return r.stdout.split() if r.returncode == 0 else []
+    if not base:
+        base = "origin/main" if git("rev-parse", "--verify", "-q", "origin/main") else "main"
+    merge_base = (git("merge-base", base, "HEAD") or [base])[0]
+    files = git("diff", "--name-only", merge_base, "--", "ragscale") + git(
+        "ls-files", "--others", "--exclude-standard", "--", "ragscale")
+    return [f for f in files if f.endswith(".py")]
+
+
+def select(modules: str, base: str | None = None) -> list[str]:
+    """The modules of the scope that ``modules`` names: paths or dotted names separated by spaces
+    or commas, or ``changed`` (see :func:`changed`). A name outside the scope is an error."""
+    in_scope = scope()
+    names = changed(base) if modules.strip() == "changed" else modules.replace(",", " ").split()
+    picked = [dotted(n) for n in names]
+    if modules.strip() != "changed":
+        outside = [n for n in picked if n not in in_scope]
+        if outside:
+            raise SystemExit(f"make mutate: not in the mutation scope (pyproject's [tool.mutmut]): {', '.join(outside)}")
+    return [m for m in in_scope if m in picked]
+
+
+def floors(default: float) -> dict[str, float]:
+    """Each module's floor: its own in tests/mutation_floors.json, else ``default``."""
+    own = json.loads(FLOORS.read_text()) if FLOORS.exists() else {}
+    return {m: float(own[m]["floor"]) if m in own else default for m in scope()}
+
+
+def below_floor(result: dict, floor: dict[str, float], default: float) -> list[str]:
+    """The modules whose score is under their floor, as ``module score < floor`` lines."""
+    return [f"{m} {c['score']}% < {floor.get(m, default)}%" for m, c in result["modules"].items()
+            if c["score"] is not None and c["score"] < floor.get(m, default)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--min", type=float, default=90.0, help="the lowest acceptable score in percent (default 90)")
+    ap.add_argument("--floor", type=float, default=95.0,
+                    help="the lowest score in percent a module may have (default 95; "
+                         "tests/mutation_floors.json may set a module's own)")
+    ap.add_argument("--modules", nargs="*", help="report these modules only (dotted names)")
+    ap.add_argument("--select", metavar="MODULES", help="print the modules of the scope MODULES names, one a line")
+    ap.add_argument("--base", default=None, help="with --select changed: the branch to compare with")
+    ap.add_argument("--survivors", action="store_true",
+                    help="print the mutants not caught so far (of --modules), one a line, and nothing else")
     args = ap.parse_args(argv)
+    if args.select is not None:
+        print("\n".join(select(args.select, args.base or None)))
+        return 0
     statuses = parse_results(mutmut("results", "--all", "true"))
+    in_scope = set(args.modules or scope())
+    statuses = {n: s for n, s in statuses.items() if module_of(n) in in_scope}
+    if args.survivors:
+        equivalent = json.loads(EQUIVALENTS.read_text())
+        print("\n".join(n for n, s in sorted(statuses.items()) if s not in CAUGHT and n not in equivalent))
+        return 0
     if not statuses:
         print("no mutation results: run `mutmut run` first (make mutate)", file=sys.stderr)
         return 2
     equivalent = json.loads(EQUIVALENTS.read_text())  # {mutant name: why it is equivalent}
-    stale = sorted(set(equivalent) - set(statuses))
+    stale = sorted(n for n in set(equivalent) - set(statuses) if module_of(n) in in_scope)
+    equivalent = {n: why for n, why in equivalent.items() if n in statuses}
     result = score(statuses, equivalent)
+    floor = floors(args.floor)
+    low = below_floor(result, floor, args.floor)
     survivors = sorted(n for n, s in statuses.items() if s not in CAUGHT | UNCHECKED and n not in equivalent)
     diffs = {n: diff(n) for n in survivors}
     out = ROOT / "mutants"
-    (out / "report.json").write_text(json.dumps({**result, "not_caught": {n: statuses[n] for n in survivors},
+    (out / "report.json").write_text(json.dumps({**result, "below_floor": low,
+                                                 "not_caught": {n: statuses[n] for n in survivors},
                                                  "equivalent": equivalent, "stale_equivalents": stale}, indent=2))
     o = result["overall"]
     lines = [f"# Mutation score: {o['score']}% ({o['caught']} of {o['mutants'] - o['equivalent']} caught, "
              f"{o['equivalent']} equivalent)", "",
              *([f"**Incomplete: {o['unchecked']} mutants not checked** (run `make mutate` to the end).", ""]
-               if o.get("unchecked") else []), "| module | mutants | caught | equivalent | not caught | score |",
-             "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {m} | {c['mutants']} | {c['caught']} | {c['equivalent']} | {c['not_caught']} | {c['score']} |"
-              for m, c in result["modules"].items() if c["mutants"]]
+               if o.get("unchecked") else []), "| module | mutants | caught | equivalent | not caught | score | floor |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {m} | {c['mutants']} | {c['caught']} | {c['equivalent']} | {c['not_caught']} | {c['score']} "
+              f"| {floor.get(m, args.floor)} |" for m, c in result["modules"].items() if c["mutants"]]
+    if low:
+        lines += ["", f"## Below the floor ({len(low)})", "", *(f"- {x}" for x in low)]
     lines += ["", f"## Not caught ({len(survivors)})", ""]
     for n in survivors:
         lines += [f"### {n} ({statuses[n]})", "", "```diff", diffs[n].strip(), "```", ""]
@@ -112,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mutation score {o['score']}%: {o['caught']} caught, {len(survivors)} not caught, "
           f"{o['equivalent']} equivalent" + (f", {o['unchecked']} NOT CHECKED" if o.get("unchecked") else "")
           + f"; report: {out / 'report.md'}")
-    return 0 if o["score"] is not None and o["score"] >= args.min and not o.get("unchecked") else 1
+    for x in low:
+        print(f"below the floor: {x}")
+    return 0 if o["score"] is not None and not low and not o.get("unchecked") else 1
 
 
 if __name__ == "__main__":
