@@ -61,8 +61,8 @@ def _turns_readable(prompt: JudgePrompt) -> bool:
 
 def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, Any]) -> str:
     """Stable key of a generation: engine, model, judge and prompt version, rendered prompt,
-    schema, max tokens, sampling and extra parameters; what changes none of them (dict order, the
-    order of the extra parameters) leaves it (tests/unit/test_cache_key.py)."""
+    schema, max tokens, sampling and extra parameters; what changes none of them (the order of a
+    dict's keys) leaves it (tests/unit/test_cache_key.py)."""
     payload = json.dumps(
         {
             "engine": engine,
@@ -74,7 +74,9 @@ def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, 
             "max_tokens": prompt.max_tokens,
             "sampling": sampling,
             # only when set: the keys of prompts without extra parameters stay as they were
-            **({"params": sorted([list(p) for p in prompt.params])} if prompt.params else {}),
+            # (in the order the judge declares them, fixed by its prompt version: keys of cached
+            # generations stay valid)
+            **({"params": [list(p) for p in prompt.params]} if prompt.params else {}),
             # only when the rendered text does not tell the turns apart (keys of the others unchanged)
             **({} if _turns_readable(prompt) else {"messages": [[m.get("role"), m.get("content")]
                                                                 for m in prompt.messages]}),
