@@ -35,7 +35,7 @@ def info(overrides: list[str], failure: str | None = None, records: dict = RECOR
                     ray_info={"address": "127.0.0.1:6379", "resources": {"CPU": 2.0}, "other": 1}, records=records)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test, not per module: mutation testing runs a test only where its own calls reach
 def mtrag() -> dict:
     return info(["+scenario=mtrag"], secret="not-a-real-key-1234")
 
