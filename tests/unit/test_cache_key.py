@@ -108,3 +108,18 @@ def test_turns_merged_into_one_message_are_another_key(messages: list, data: st.
     split, joined = (dataclasses.replace(BASE, messages=tuple(m)) for m in (messages, merged))
     assert split.text() == joined.text()
     assert key(split) != key(joined)
+
+
+def test_keys_stay_the_same_from_one_release_to_the_next():
+    """A key is part of every user's judge cache (and of the golden replays' recorded cache): the
+    same generation must keep its key, or every cached judgement is generated again. These are the
+    keys main had before the turn-splitting fix (the first three) and the key of a prompt whose
+    text does not tell its turns apart (new with it)."""
+    assert key() == "f71132aeb432c169b28da75b5c9eb3f6b6b5cb6541eccd8ef5c3ae5b97ea6fe0"
+    params = dataclasses.replace(BASE, params=(("top_p", 1.0), ("presence_penalty", 0.5)))
+    assert key(params) == "96deaada6e1df09372d007a9bcedb2d17a034a8b21dfdfebd2834627d74e4188"
+    free = dataclasses.replace(BASE, schema=None)
+    assert key(free, engine="openai", model="gpt-4o-mini", sampling={"temperature": 0.3, "seed": 2}) == \
+        "e57b9363460eeade25c300512c2ac7ca6be91c753c3e7e097501cdd28db77c83"
+    one = dataclasses.replace(BASE, messages=({"role": "system", "content": "You grade.\n<user>\nQ: a\nA: b"},))
+    assert key(one) == "21ae5ab732fb4e8e9ef415ae8c9cd277d038e889d95e28223c511bcb5eab8dae"

@@ -98,3 +98,24 @@ def test_models_of_the_stages_the_run_has(mtrag):
     assert trec["hallucination"]["model"] == "vectara/hallucination_evaluation_model"
     assert trec["hallucination"]["found"] is (trec["hallucination"]["unavailable"] is None)
     assert trec["judge"]["judges"] == ["umbrela", "nuggets", "citation", "no_answer"]
+
+
+def test_each_model_entry_names_its_fields_as_docs_outputs_md_lists_them():
+    cfg = compose(["+scenario=mtrag", "steps=[algorithmic,idk,hallucination]", "metrics.hallucination=[hhem]"])
+    plan = plan_run(cfg)
+    m = run_info(cfg, plan, t_start=0.0, failure=None, timings={}, stats={}, ray_info={}, records=RECORDS)["models"]
+    enc, kw = m["encoder"], plan.encoder_kwargs
+    assert enc == {"name": plan.encoder_conf["name"], "model": plan.encoder_conf["model"],
+                   "local_path": kw.get("model_path"), "num_layers": plan.encoder_conf["num_layers"],
+                   "bertscore_rescaled_with_baseline": bool(plan.baseline), "baseline": plan.baseline, "idf": False,
+                   "dtype": kw.get("dtype"), "device": kw.get("device"), "disk_cache_path": kw.get("disk_cache_path")}
+    judge, jc = m["judge"], plan.judge_conf
+    assert set(judge) == {"name", "engine", "model", "local_path", "engine_options", "judges", "protocol",
+                          "prompt_versions", "cache_path"}
+    assert (judge["name"], judge["engine"], judge["model"]) == (jc["name"], jc["engine"], jc["model"])
+    assert judge["local_path"] == plan.judge_kwargs["engine"].get("model_path")
+    assert judge["cache_path"] == plan.judge_kwargs["cache_path"] and judge["judges"] == ["idk"]
+    hal = m["hallucination"]
+    assert hal == {"model": cfg.hallucination.model, "tokenizer": cfg.hallucination.tokenizer,
+                   "found": not plan.nli_unavailable, "unavailable": plan.nli_unavailable,
+                   "max_chars": cfg.hallucination.max_chars, "device": (plan.nli_kwargs.get("hhem") or {}).get("device")}

@@ -15,7 +15,7 @@ from ragscale.report.sinks import Outputs
 
 def run_dir(tmp_path, recs: list[dict]) -> str:
     d = tmp_path / "run"
-    d.mkdir()
+    d.mkdir(parents=True)
     (d / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     return str(d)
 
@@ -87,3 +87,16 @@ def test_a_failing_sink_is_a_warning_and_the_rest_is_written(tmp_path):
     assert "broken" not in out.sinks  # dropped after its first failure: one warning, not one per record
     assert sorted(os.listdir(os.path.join(d, "open-rag-eval"))) == ["a.csv", "b.csv", "c.csv"]
     assert os.path.exists(os.path.join(d, "summary.json")) and os.path.exists(os.path.join(d, "leaderboard.md"))
+
+
+def test_run_json_outputs_name_every_file_written(tmp_path):
+    d = run_dir(tmp_path, recs(models=("b", "a")))
+    out = Outputs(cfg(trec=SimpleNamespace(export_csv=True)), plan(steps=("retrieval",)), d)
+    out.read()
+    written = out.finish_reports(out.finish_summary(), {"status": "ok"})
+    assert written == {"leaderboard": ["leaderboard.md", "leaderboard.csv"], "significance": ["significance.csv"],
+                       "open_rag_eval_csv": ["open-rag-eval/a.csv", "open-rag-eval/b.csv"]}
+    assert all(os.path.exists(os.path.join(d, p)) for paths in written.values() for p in paths)
+    nothing = Outputs(cfg(significance=SignificanceConf(enabled=False)), plan(), run_dir(tmp_path / "x", []))
+    nothing.read()
+    assert nothing.finish_reports(nothing.finish_summary(), {}) == {}
