@@ -1,0 +1,23 @@
+"""The judge cache's store (ragscale.judges.cache, issue 37): a lookup of any number of keys (more
+than one SQL statement's worth) finds every stored one and nothing else, repeated keys once; a put
+replaces; a second connection (another actor on the machine) sees what the first wrote."""
+
+from __future__ import annotations
+
+from ragscale.judges.cache import JudgeCache
+
+
+def test_many_keys_in_one_lookup(tmp_path):
+    path = str(tmp_path / "sub" / "judge.sqlite")
+    cache = JudgeCache(path)
+    cache.put_many((f"k{i}", f"text {i}", {"i": i}) for i in range(1203) if i % 3)
+    keys = [f"k{i}" for i in range(1210)] + ["k1", "k1"]
+    found = cache.get_many(keys)
+    assert set(found) == {f"k{i}" for i in range(1203) if i % 3}
+    assert found["k1202"] == ("text 1202", {"i": 1202}) and cache.get_many([]) == {}
+    cache.put_many([("k1", "new", {"v": 2})])
+    other = JudgeCache(path)
+    assert other.get_many(["k1", "k3"]) == {"k1": ("new", {"v": 2})}
+    assert cache.path == path
+    cache.close()
+    other.close()
