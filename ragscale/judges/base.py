@@ -52,24 +52,25 @@ ROLES = ("system", "user", "assistant", "tool", "developer")
 _TURN = re.compile(r"(?:^|(?<=\n))<(?:" + "|".join(ROLES) + r")>\n")
 
 
-def _turns_readable(prompt: JudgePrompt) -> bool:
-    """Whether ``prompt.text()`` splits back into its messages alone: every role is one of ``ROLES``
-    and the text has one turn start per message (no content holds, or completes, a line ``<user>``)."""
+def _turns_readable(prompt: JudgePrompt, text: str) -> bool:
+    """Whether ``text`` (``prompt.text()``) splits back into its messages alone: every role is one of
+    ``ROLES`` and the text has one turn start per message (no content holds, or completes, a line ``<user>``)."""
     return (all(m.get("role") in ROLES for m in prompt.messages)
-            and len(_TURN.findall(prompt.text())) == len(prompt.messages))
+            and len(_TURN.findall(text)) == len(prompt.messages))
 
 
 def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, Any]) -> str:
     """Stable key of a generation: engine, model, judge and prompt version, rendered prompt,
     schema, max tokens, sampling and extra parameters; what changes none of them (the order of a
     dict's keys) leaves it (tests/unit/test_cache_key.py)."""
+    text = prompt.text()
     payload = json.dumps(
         {
             "engine": engine,
             "model": model,
             "judge": prompt.judge,
             "version": prompt.version,
-            "prompt": prompt.text(),
+            "prompt": text,
             "schema": prompt.schema,
             "max_tokens": prompt.max_tokens,
             "sampling": sampling,
@@ -78,7 +79,7 @@ def cache_key(engine: str, model: str, prompt: JudgePrompt, sampling: dict[str, 
             # generations stay valid)
             **({"params": [list(p) for p in prompt.params]} if prompt.params else {}),
             # only when the rendered text does not tell the turns apart (keys of the others unchanged)
-            **({} if _turns_readable(prompt) else {"messages": [[m.get("role"), m.get("content")]
+            **({} if _turns_readable(prompt, text) else {"messages": [[m.get("role"), m.get("content")]
                                                                 for m in prompt.messages]}),
         },
         sort_keys=True,
