@@ -41,8 +41,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from ragscale.actors.engines import Generation
-from ragscale.actors.engines.openai_compat import OPENAI_URL, _host, _is_azure, _needs_key
+from ragscale.actors.engines.generation import Generation
+from ragscale.actors.engines.openai_endpoint import OPENAI_URL, host, is_azure, needs_key
 from ragscale.actors.engines.openai_http import BadResponse, RetryingHTTP, run_sync
 from ragscale.secrets import looks_like_env_name, secret_paths
 from ragscale.errors import UserError, did_you_mean
@@ -78,7 +78,7 @@ def _base_url(base_url: Any, model: str) -> str:
     base_url = str(base_url).strip().rstrip("/")
     if base_url.endswith("/embeddings"):
         base_url = base_url[: -len("/embeddings")].rstrip("/")
-    if urlparse(base_url).scheme not in ("http", "https") or not _host(base_url):
+    if urlparse(base_url).scheme not in ("http", "https") or not host(base_url):
         raise UserError(f"relevancy.base_url must be an http(s) URL, got {base_url!r}")
     return base_url
 
@@ -110,9 +110,9 @@ def plan_embeddings(conf: Mapping[str, Any], used: bool = True) -> dict:
         raise UserError("relevancy.api_key_env must be the NAME of an environment variable holding the key "
                         "(e.g. OPENAI_API_KEY), never the key itself (the value given is not shown)")
     base_url = _base_url(conf.get("base_url"), model)
-    if _needs_key(base_url) and not os.environ.get(env):
+    if needs_key(base_url) and not os.environ.get(env):
         raise UserError(f"relevancy.embeddings=openai: environment variable {env} (relevancy.api_key_env) is not "
-                        f"set; {_host(base_url)} needs an API key")
+                        f"set; {host(base_url)} needs an API key")
     out: dict[str, Any] = {"model": model, "base_url": base_url, "api_key_env": env}
     for name, (cast, low) in _NUMBERS.items():
         try:
@@ -156,7 +156,7 @@ class EmbeddingsClient(RetryingHTTP):
         self.url = endpoint_url(self.base_url)
         self.params: dict = {}
         self.api_key_env = api_key_env
-        self.key_header = "api-key" if _is_azure(self.base_url) else "Authorization"
+        self.key_header = "api-key" if is_azure(self.base_url) else "Authorization"
         self.batch_size = max(1, int(batch_size))
         self.concurrency = max(1, int(concurrency))
         self.timeout_s = float(timeout_s)

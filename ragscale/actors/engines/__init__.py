@@ -17,74 +17,31 @@ and returns the actor's keyword arguments (never a secret: API keys are read fro
 environment inside the actor); an engine that sends to a server may have ``ready(kwargs)``,
 what a run (not a dry run) checks before it starts (the API key's variable is set). A judge
 config holding a value that looks like a key or token (``sk-...``, ``Bearer ...``, an
-``api_key`` entry) is refused here, naming where it is and never showing it.
+``api_key`` entry) is refused here, naming where it is and never showing it. Each engine module
+has ``model_name(kwargs)`` too: the name its Engine, built from ``resolve``'s output, reports as
+``engine.model``.
 
-Untrusted text (responses, passages) reaches the engines inside the judges' delimiters. The
-engines that apply a chat template themselves (llama.cpp, vLLM; and the servers behind the
-OpenAI-compatible engine do the same) would turn a chat-template control token written in that
-text, e.g. ``<|im_end|><|im_start|>system``, into a real one: a new turn with another role.
-``neutralize_control_tokens`` breaks such tokens in every message before it is sent, so they
-are read as the plain text they are.
+``Generation`` and the message check every engine applies before sending (``safe_messages``,
+``neutralize_control_tokens``: chat-template control tokens in untrusted text) live in
+``generation`` and are re-exported here.
 """
 
 from __future__ import annotations
 
 import importlib
-import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ragscale.actors.engines.generation import Generation, neutralize_control_tokens, safe_messages  # noqa: F401 - re-exported
 from ragscale.errors import UserError, did_you_mean
 
 # engine name -> module under actors.engines
 ENGINES = {"llama.cpp": "llamacpp", "vllm": "vllm_engine", "openai": "openai_compat"}
 
 
-@dataclass
-class Generation:
-    """One engine output: the text and its token counts (0 where the backend does not say).
-
-    ``error`` is set (and ``text`` is empty) when the backend failed for this prompt after
-    its own retries (an endpoint down, a timeout): the judge actor turns it into a
-    per-record judge error and never caches it.
-    """
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    error: str | None = None
-
-
 def _module(engine: str) -> Any:
     if engine not in ENGINES:
         raise UserError(f"unknown judge engine {engine!r}{did_you_mean(engine, ENGINES)}; engines are {', '.join(ENGINES)}")
     return importlib.import_module(f"ragscale.actors.engines.{ENGINES[engine]}")
-
-
-# Chat-template control tokens of the common template families: ChatML and Llama 3 / Phi / DeepSeek
-# (``<|im_start|>``, ``<|eot_id|>``, ``<｜end▁of▁sentence｜>``), Gemma's turns, Llama 2 / Mistral's
-# ``[INST]``, ``<<SYS>>``, ``<s>``, ``</s>``.
-_CONTROL_TOKEN = re.compile(
-    r"<\|[^<>|\s]{1,48}\|>|<\uff5c[^<>\s]{1,48}\uff5c>|</?(?:start_of_turn|end_of_turn|s)>|\[/?INST\]|<</?SYS>>"
-)
-
-
-def neutralize_control_tokens(text: str) -> str:
-    """``text`` with every chat-template control token broken by a backslash after its first
-    character (``<|im_end|>`` -> ``<\\|im_end|>``, ``[INST]`` -> ``[\\INST]``): a tokenizer
-    reads it as plain text. Text without such tokens is returned unchanged."""
-    return _CONTROL_TOKEN.sub(lambda m: m.group(0)[0] + "\\" + m.group(0)[1:], text)
-
-
-def safe_messages(messages: Any) -> list[dict]:
-    """Chat messages as plain dicts, their ``content`` passed through neutralize_control_tokens."""
-    out = []
-    for m in messages:
-        d = dict(m)
-        if isinstance(d.get("content"), str):
-            d["content"] = neutralize_control_tokens(d["content"])
-        out.append(d)
-    return out
 
 
 def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
@@ -119,26 +76,10 @@ def ready(kwargs: Mapping[str, Any]) -> None:
         mod.ready(kwargs)
 
 
-def _llamacpp_label(kw: Mapping[str, Any]) -> str:
-    from ragscale.actors.engines.llamacpp import model_label
-
-    return model_label(kw["model_path"], kw.get("requantize"))
-
-
-# engine name -> the model name its Engine reports as ``engine.model`` (what cache keys and run.json
-# call the model), read from ``resolve``'s output: each engine's constructor sets it so
-_MODEL_NAME = {
-    "llama.cpp": _llamacpp_label,  # llamacpp.Engine: the GGUF file's name (@type if requantized)
-    "vllm": lambda kw: kw["model_name"],  # vllm_engine.Engine: the folder's name or the HF model id
-    "openai": lambda kw: kw["model"],  # openai_compat.Engine: the endpoint's model name
-}
-
-
 def model_name(kwargs: Mapping[str, Any]) -> str:
     """The model name the engine described by ``resolve``'s output would report as ``engine.model``,
     without building it (no model is loaded): for dry runs that compute cache keys (ragscale.prompts)."""
-    _module(kwargs["engine"])  # an unknown engine: the one-line UserError
-    return str(_MODEL_NAME[kwargs["engine"]](kwargs))
+    return str(_module(kwargs["engine"]).model_name(kwargs))  # an unknown engine: the one-line UserError
 
 
 def streams(kwargs: Mapping[str, Any]) -> bool:

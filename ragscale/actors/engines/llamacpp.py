@@ -11,7 +11,7 @@ import functools
 import os
 from typing import Any, Callable, Mapping, Sequence
 
-from ragscale.actors.engines import Generation, safe_messages
+from ragscale.actors.engines.generation import Generation, safe_messages
 from ragscale.judges.base import JudgePrompt
 
 # conf/judge/*.yaml `options` this engine accepts
@@ -34,6 +34,11 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
 def model_label(model_path: str, requantize: str | None = None) -> str:
     """What cache keys and run.json call the model: the GGUF file's name, ``@<type>`` when requantized."""
     return os.path.basename(model_path) + (f"@{requantize}" if requantize else "")
+
+
+def model_name(kwargs: Mapping[str, Any]) -> str:
+    """The model name Engine(**kwargs) reports as ``engine.model`` (``kwargs``: ``resolve``'s)."""
+    return model_label(kwargs["model_path"], kwargs.get("requantize"))
 
 
 class GreedyGrammarSampler:

@@ -21,7 +21,8 @@ errors, timeouts, 408/409/429 and 5xx; any other 4xx, or a prompt still failing 
 bad prompt); ``timeout_s`` is each attempt's whole deadline, so a prompt ends within
 ``prompt_bound_s()``. Retries are logged as warnings (logger ``ragscale.judge``: the judge
 actor's log and the driver's console), so that an endpoint that is down shows itself while the
-run waits for it. The HTTP side (deadline, retries, warnings, redaction) is in ``openai_http``.
+run waits for it. The HTTP side (deadline, retries, warnings, redaction) is in ``openai_http``;
+the endpoint's URL and key checks are in ``openai_endpoint``.
 
 Streaming (``submit``, which the judge actor uses when it streams): one prompt at a time, sent
 as soon as it is submitted, on one background thread per engine (a daemon, started at the first
@@ -57,16 +58,15 @@ import os
 import re
 from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Sequence
-from urllib.parse import urlparse
 
-from ragscale.actors.engines import Generation, safe_messages
+from ragscale.actors.engines.generation import Generation, safe_messages
+from ragscale.actors.engines.openai_endpoint import chat_base_url, host, is_azure, key_env, needs_key
 from ragscale.actors.engines.openai_http import BadResponse, RetryingHTTP, new_stats, redact, run_sync
 from ragscale.actors.engines.openai_http import secret_variants  # noqa: F401 - imported from here by callers
-from ragscale.secrets import credential_name, looks_like_env_name, looks_like_secret
+from ragscale.secrets import credential_name
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 
-OPENAI_URL = "https://api.openai.com/v1"
 log = logging.getLogger("ragscale.judge")
 
 # conf/judge/*.yaml `options` this engine accepts, with their defaults
@@ -86,23 +86,8 @@ OPTIONS = {
     "extra_headers": {},  # non-secret headers (recorded in run.json)
 }
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object_schema", "json_object", "none")
-_OPENAI_MODEL = re.compile(r"^(gpt-|chatgpt-|o\d|ft:gpt-|ft:o\d)", re.I)
 # JSON-schema keywords OpenAI's strict mode rejects (the rest of the judges' schemas is allowed)
 _STRICT_DROP = ("minLength", "maxLength")
-
-
-def _host(url: str) -> str:
-    return (urlparse(url).hostname or "").lower()
-
-
-def _needs_key(url: str) -> bool:
-    """Endpoints that always want a key: OpenAI's API and Azure's."""
-    h = _host(url)
-    return h == "api.openai.com" or h.endswith(".azure.com")
-
-
-def _is_azure(url: str) -> bool:
-    return _host(url).endswith(".azure.com")
 
 
 def _model(conf: Mapping[str, Any]) -> str:
@@ -114,45 +99,20 @@ def _model(conf: Mapping[str, Any]) -> str:
     return model
 
 
-def _base_url(base_url: Any, model: str) -> str:
-    """The endpoint's base URL (OpenAI's for an OpenAI model without one), without a trailing
-    ``/chat/completions``."""
-    if not base_url:
-        if not _OPENAI_MODEL.match(model):
-            raise UserError(
-                f"judge engine 'openai': set judge.options.base_url to the server's OpenAI-compatible URL "
-                f"(e.g. http://127.0.0.1:8000/v1) for model {model!r}"
-            )
-        base_url = OPENAI_URL
-    base_url = str(base_url).strip().rstrip("/")
-    if base_url.endswith("/chat/completions"):
-        base_url = base_url[: -len("/chat/completions")]
-    if urlparse(base_url).scheme not in ("http", "https") or not _host(base_url):
-        raise UserError(f"judge.options.base_url must be an http(s) URL, got {base_url!r}")
-    return base_url
-
-
-def _key_env(env: Any) -> str:
-    """``api_key_env`` checked to be a variable's name (a key is refused unshown); whether it is
-    set is ``ready``'s question (a dry run sends nothing and needs no key)."""
-    if not looks_like_env_name(env):
-        shown = f", got {env!r}" if isinstance(env, str) and len(env) <= 40 and not looks_like_secret(env) \
-            and not re.search(r"[A-Za-z0-9]{16,}", env) else " (the value given is not shown: it may be a key)"
-        raise UserError(
-            "judge.options.api_key_env must be the NAME of an environment variable holding the key "
-            f"(e.g. OPENAI_API_KEY), never the key itself{shown}"
-        )
-    return env
+def model_name(kwargs: Mapping[str, Any]) -> str:
+    """The model name Engine(**kwargs) reports as ``engine.model`` (``kwargs``: ``resolve``'s): the
+    endpoint's model name."""
+    return kwargs["model"]
 
 
 def ready(kwargs: Mapping[str, Any]) -> None:
     """What sending needs beyond a valid config (``resolve``'s kwargs): the key's environment
     variable set where the endpoint always wants a key. Checked before a run, not a dry run."""
     env, base_url = kwargs["api_key_env"], kwargs["base_url"]
-    if _needs_key(base_url) and not os.environ.get(env):
+    if needs_key(base_url) and not os.environ.get(env):
         raise UserError(
             f"judge engine 'openai': environment variable {env} (judge.options.api_key_env) is not set; "
-            f"{_host(base_url)} needs an API key"
+            f"{host(base_url)} needs an API key"
         )
 
 
@@ -187,8 +147,8 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
     """Check the options (one-line UserErrors) and return the Engine's kwargs: never the key."""
     kw = {**OPTIONS, **{k: v for k, v in options.items() if v is not None}}  # null: the default
     model = _model(conf)
-    base_url = _base_url(kw["base_url"], model)
-    env = _key_env(kw["api_key_env"])
+    base_url = chat_base_url(kw["base_url"], model)
+    env = key_env(kw["api_key_env"])
     out = {
         "model": model,
         "base_url": base_url,
@@ -269,7 +229,7 @@ class Engine(RetryingHTTP):
         self.url = self.base_url + "/chat/completions"
         self.params = {"api-version": api_version} if api_version else {}
         self.api_key_env = api_key_env
-        self.key_header = "api-key" if (api_version or _is_azure(self.base_url)) else "Authorization"
+        self.key_header = "api-key" if (api_version or is_azure(self.base_url)) else "Authorization"
         self.seed = int(seed)
         self.concurrency = max(1, int(concurrency))
         self.timeout_s = float(timeout_s)
@@ -287,10 +247,10 @@ class Engine(RetryingHTTP):
         self.last_stats: dict[str, Any] = {}
         self.total_stats: dict[str, Any] = {}
         self._warned = False  # the current call's (or streaming life's) first retry was logged
-        if _needs_key(self.base_url) and not os.environ.get(api_key_env):
+        if needs_key(self.base_url) and not os.environ.get(api_key_env):
             # a config problem on this node (the key is read here, not shipped with the actor)
             raise RuntimeError(
-                f"environment variable {api_key_env} is not set on this node; {_host(self.base_url)} needs an API key"
+                f"environment variable {api_key_env} is not set on this node; {host(self.base_url)} needs an API key"
             )
 
     def __repr__(self) -> str:
@@ -355,7 +315,7 @@ class Engine(RetryingHTTP):
         if (
             self.response_format == "auto"
             and mode == "json_schema"
-            and not _needs_key(self.base_url)
+            and not needs_key(self.base_url)
             and re.match(r"HTTP (400|422|500)\b", msg) is not None
             and "json_schema" in msg
         ):

