@@ -4,7 +4,11 @@ Reference: vectara/open-rag-eval@dfc4175 ``open_rag_eval/metrics/autonugget_metr
 (``AutoNuggetMetric``), called by ``open_rag_eval/evaluators/trec_evaluator.py`` after
 UMBRELA; castorini/nuggetizer for context. Score math, with open-rag-eval's denominators
 clamped to >= 1 (no vital nugget -> Vital 0.0): ragscale/metrics/nuggets.py.
-Prompt texts: templates/nuggets_{create,importance,assign}_v1.txt. What follows up to
+Prompt texts: templates/nuggets_{create,importance,assign}_v1.txt. Layout: this module is
+the judge (its entry point, metrics and the two protocols' rules); the prompts and parsers are in
+ragscale.judges.nugget_prompts (constrained) and ragscale.judges.nugget_reference (reference),
+the rounds of one record, written once for both protocols, in ragscale.judges.nugget_rounds.
+What follows up to
 "Reference protocol" is the constrained protocol (the default, version
 ``openrageval-autonugget-v1``).
 
@@ -110,146 +114,46 @@ open-rag-eval's own requests and rules, as ``AutoNuggetMetric.compute`` runs the
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 from typing import Any, Sequence
 
-from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
-from ragscale.judges.templates import load_template
-from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, reference_prompt
-from ragscale.metrics.nuggets import ASSIGNMENT_SCORES, IMPORTANCES, KEEP, nugget_scores, sort_and_keep
+from ragscale.judges import nugget_prompts as constrained
+from ragscale.judges import nugget_reference as orag
+from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, Undefined
+from ragscale.judges.nugget_prompts import NAME, VERSION
+from ragscale.judges.nugget_reference import REFERENCE_VERSION
+from ragscale.judges.nugget_rounds import NuggetProtocol, rounds
+from ragscale.judges.umbrela import ORAG_SKIPPED
+from ragscale.metrics.registry import UNIT, MetricSpec, declare
 from ragscale.metrics.trec import answer_text
 from ragscale.record import passage_ids_of, query_of
-from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
-NAME = "nuggets"
-VERSION = "openrageval-autonugget-v1"
-MAX_NUGGETS = 30  # AutoNuggetMetric.max_nuggets
-CREATION_ITERS = 5  # AutoNuggetMetric(nugget_creation_iters=5)
-BATCH = 10  # importance and assignment batch size
-MAX_NUGGET_CHARS = 200  # a nugget is 1-12 words; the bound stops a looping small model
-NO_INFO = "Not enough information, no answer found"
 METRICS = ("nuggets_all", "nuggets_vital", "nuggets_weighted", "nuggets_strict_all", "nuggets_strict_vital",
            "nuggets_strict_weighted", "nuggets_assignment_mean", "nuggets_count")
-
-CREATE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "nuggets": {
-            "type": "array",
-            "items": {"type": "string", "minLength": 1, "maxLength": MAX_NUGGET_CHARS},
-            "minItems": 1,  # the prompt never allows an empty list (its fallback is one "Not enough information" nugget)
-            "maxItems": MAX_NUGGETS,
-        }
-    },
-    "required": ["nuggets"],
-}
+# what open-rag-eval's TREC evaluator writes for vital_nuggetizer_score and
+# mean_nugget_assignment_score when the metric fails ("neutral score")
+NEUTRAL = 0.5
 
 
-def _labels_schema(key: str, labels: Sequence[str], n: int) -> dict:
-    return {
-        "type": "object",
-        "properties": {
-            key: {"type": "array", "items": {"type": "string", "enum": list(labels)}, "minItems": n, "maxItems": n}
-        },
-        "required": [key],
-    }
+def neutral(reason: str) -> JudgeResult:
+    """What open-rag-eval's TREC evaluator writes when ``AutoNuggetMetric.compute`` fails: 0.5
+    for the vital and mean assignment scores, nothing else."""
+    metrics: dict[str, Any] = {m: None for m in METRICS}
+    metrics.update(nuggets_vital=NEUTRAL, nuggets_assignment_mean=NEUTRAL)
+    return JudgeResult(metrics=metrics, details={"failed": reason})
 
 
-def importance_schema(n: int) -> dict:
-    """``{"importance": [...]}``: exactly ``n`` of "vital" / "okay"."""
-    return _labels_schema("importance", IMPORTANCES, n)
-
-
-def assignment_schema(n: int) -> dict:
-    """``{"assignment": [...]}``: exactly ``n`` of "support" / "partial_support" / "not_support"."""
-    return _labels_schema("assignment", list(ASSIGNMENT_SCORES), n)
-
-
-_CLOSING_TAG = re.compile(r"<\s*/\s*(query|context|passage)\s*>", re.IGNORECASE)
-
-
-def _fence(tag: str, text: str) -> str:
-    """``text`` between ``<tag>`` and ``</tag>``; a closing fence tag inside it is escaped."""
-    escaped = _CLOSING_TAG.sub(lambda m: f"<\\/{m.group(1).lower()}>", text)
-    return f"<{tag}>{escaped}</{tag}>"
-
-
-def render_create(query: str, passages: Sequence[str], nuggets: Sequence[str]) -> JudgePrompt:
-    """One creation iteration: the shared instructions, then the query, the context (the
-    given passages numbered ``[1]``...) and the current nugget list."""
-    context = "\n" + "\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages)) + "\n"
-    text = (load_template("nuggets_create_v1")
-            + f"Search Query: {_fence('query', query)}\n\n"
-            + f"Context:\n{_fence('context', context)}\n\n"
-            + f"Initial Nugget List: {list(nuggets)!r}\nInitial Nugget List Length: {len(nuggets)}\n\n"
-            + "Updated Nugget List:\n")
-    # 30 nuggets of ~12 words each, with room for whitespace a grammar allows
-    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), CREATE_SCHEMA, max_tokens=2048)
-
-
-def render_importance(query: str, nuggets: Sequence[str]) -> JudgePrompt:
-    """One importance batch (at most ``BATCH`` nuggets)."""
-    text = (load_template("nuggets_importance_v1").replace("{len_nuggets}", str(len(nuggets)))
-            + f"Search Query: {_fence('query', query)}\nNugget List: {list(nuggets)!r}\nLabels:\n")
-    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), importance_schema(len(nuggets)),
-                       max_tokens=32 + 16 * len(nuggets))
-
-
-def render_assign(query: str, answer: str, nuggets: Sequence[str]) -> JudgePrompt:
-    """One assignment batch: the answer (the "passage") is fenced; the nugget list comes last,
-    so the batches of one record share everything before it."""
-    passage = "\n" + answer + "\n"
-    text = (load_template("nuggets_assign_v1").replace("{len_nuggets}", str(len(nuggets)))
-            + f"Search Query: {_fence('query', query)}\n\n"
-            + f"Passage:\n{_fence('passage', passage)}\n\n"
-            + f"Nugget List: {list(nuggets)!r}\n\nLabels:\n")
-    return JudgePrompt(NAME, VERSION, ({"role": "user", "content": text},), assignment_schema(len(nuggets)),
-                       max_tokens=32 + 16 * len(nuggets))
-
-
-def parse_nuggets(raw: str) -> list[str]:
-    """``{"nuggets": [str, ...]}`` -> the nuggets, blank ones dropped, at most ``MAX_NUGGETS``
-    (the first ones); may be empty. Raises JudgeParseError otherwise."""
-    items = load_json_object(NAME, raw).get("nuggets")
-    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
-        raise JudgeParseError(NAME, raw, "nuggets is not a list of strings")
-    return [s for s in items if s.strip()][:MAX_NUGGETS]
-
-
-def _parse_labels(raw: str, key: str, allowed: Sequence[str], n: int) -> list[str]:
-    items = load_json_object(NAME, raw).get(key)
-    if not isinstance(items, list) or len(items) != n:
-        raise JudgeParseError(NAME, raw, f"{key} is not a list of {n} labels")
-    out = []
-    for label in items:
-        norm = label.strip().lower() if isinstance(label, str) else None
-        if norm not in allowed:
-            raise JudgeParseError(NAME, raw, f"{key} label {label!r} is not one of {', '.join(allowed)}")
-        out.append(norm)
-    return out
-
-
-def parse_importance(raw: str, n: int) -> list[str]:
-    """``{"importance": [...]}`` with exactly ``n`` labels "vital"/"okay" -> the labels."""
-    return _parse_labels(raw, "importance", IMPORTANCES, n)
-
-
-def parse_assignment(raw: str, n: int) -> list[str]:
-    """``{"assignment": [...]}`` with exactly ``n`` labels support/partial_support/not_support."""
-    return _parse_labels(raw, "assignment", list(ASSIGNMENT_SCORES), n)
-
-
-def _batches(items: Sequence[str]) -> list[list[str]]:
-    return [list(items[i : i + BATCH]) for i in range(0, len(items), BATCH)]
-
-
-def _first_failure(what: str, answers: Sequence[Any]) -> Undefined | None:
-    for k, a in enumerate(answers):
-        if isinstance(a, Failed):
-            return Undefined(f"{what} batch {k + 1} of {len(answers)} failed: {a.reason}")
-    return None
+# The constrained protocol: a failure is Undefined; exactly n labels per batch; creation is a
+# single step that stops at a fixed point.
+CONSTRAINED = NuggetProtocol(constrained.render_create, constrained.parse_nuggets, constrained.render_importance,
+                             constrained.parse_importance, constrained.render_assign, constrained.parse_assignment,
+                             fail=Undefined, exact_batches=True, creation_fan_out=False, fixed_point=True)
+# The reference protocol: a failure is ``neutral``; only the labels' total must match; each
+# creation step is a fan-out of one (a failed output gives ``neutral``), no fixed-point stop.
+REFERENCE = NuggetProtocol(orag.render_create_reference, orag.parse_nuggets_reference, orag.render_importance_reference,
+                           orag.parse_importance_reference, orag.render_assign_reference,
+                           orag.parse_assignment_reference,
+                           fail=neutral, exact_batches=False, creation_fan_out=True, fixed_point=False)
 
 
 def umbrela_grades(row: dict) -> list[int | None] | Undefined:
@@ -280,111 +184,7 @@ def run(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
         return Undefined("no query")
     if not answer.strip():
         return Undefined("no generated answer")
-    nuggets: list[str] = []
-    iterations = 0
-    while iterations < CREATION_ITERS:
-        iterations += 1
-        updated = yield render_create(query, passages, nuggets), parse_nuggets
-        if not updated:
-            return Undefined(f"nugget creation returned no nuggets (iteration {iterations})")
-        unchanged, nuggets = updated == nuggets, updated
-        if len(nuggets) >= MAX_NUGGETS or unchanged:
-            break
-
-    answers = yield [(render_importance(query, b), functools.partial(parse_importance, n=len(b)))
-                     for b in _batches(nuggets)]
-    failure = _first_failure("importance", answers)
-    if failure:
-        return failure
-    importances = [label for labels in answers for label in labels]
-    keep = sort_and_keep(importances, KEEP)
-    kept, kept_importances = [nuggets[i] for i in keep], [importances[i] for i in keep]
-
-    answers = yield [(render_assign(query, answer, b), functools.partial(parse_assignment, n=len(b)))
-                     for b in _batches(kept)]
-    failure = _first_failure("assignment", answers)
-    if failure:
-        return failure
-    assignments = [label for labels in answers for label in labels]
-    details = {
-        "nuggets": [{"text": t, "importance": i, "assignment": a}
-                    for t, i, a in zip(kept, kept_importances, assignments)],
-        "created": len(nuggets),
-        "iterations": iterations,
-    }
-    return JudgeResult(metrics=nugget_scores(kept_importances, assignments), details=details)
-
-
-# ---------------------------------------------------------------------------------------
-# The reference protocol: AutoNuggetMetric's requests and rules (see the module docstring).
-# ---------------------------------------------------------------------------------------
-
-REFERENCE_VERSION = "openrageval-autonugget-ref-v1"
-NUGGETS_OUTPUT = OragOutput("Nuggets", "nuggets", many=True)
-IMPORTANCE_OUTPUT = OragOutput("NuggetImportance", "importance", IMPORTANCES, "NuggetImportanceValues", many=True)
-ASSIGNMENT_OUTPUT = OragOutput("NuggetAssignment", "assignment", tuple(ASSIGNMENT_SCORES), "NuggetAssignmentValues",
-                               many=True)
-# what open-rag-eval's TREC evaluator writes for vital_nuggetizer_score and
-# mean_nugget_assignment_score when the metric fails ("neutral score")
-NEUTRAL = 0.5
-_CREATE_TAIL = "\n        "  # _NUGGET_CREATION_PROMPT's source string ends with 8 spaces, the others with 4
-
-
-def render_create_reference(query: str, passages: Sequence[str], nuggets: Sequence[str]) -> JudgePrompt:
-    """One creation iteration as open-rag-eval sends it (``passages``: those graded >= 1)."""
-    context = "\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages))
-    values = {"max_nuggets": str(MAX_NUGGETS), "query": query, "context": context,
-              "initial_nuggets": str(list(nuggets)), "initial_nuggets_length": str(len(nuggets))}
-    return reference_prompt(NAME, REFERENCE_VERSION, "orag_nuggets_create_v1", values, NUGGETS_OUTPUT,
-                            tail=_CREATE_TAIL)
-
-
-def render_importance_reference(query: str, nuggets: Sequence[str]) -> JudgePrompt:
-    """One importance batch as open-rag-eval sends it."""
-    values = {"query": query, "len_nuggets": str(len(nuggets)), "nuggets": str(list(nuggets))}
-    return reference_prompt(NAME, REFERENCE_VERSION, "orag_nuggets_importance_v1", values, IMPORTANCE_OUTPUT)
-
-
-def render_assign_reference(query: str, answer: str, nuggets: Sequence[str]) -> JudgePrompt:
-    """One assignment batch as open-rag-eval sends it (``answer``: the answer parts' texts joined by spaces)."""
-    values = {"query": query, "len_nuggets": str(len(nuggets)), "nuggets": str(list(nuggets)),
-              "generated_passage": answer}
-    return reference_prompt(NAME, REFERENCE_VERSION, "orag_nuggets_assign_v1", values, ASSIGNMENT_OUTPUT)
-
-
-def parse_nuggets_reference(raw: str) -> list[str]:
-    """``Nuggets.nuggets`` as open-rag-eval reads it: any list of strings, kept as it is (may be empty)."""
-    return NUGGETS_OUTPUT.parse(NAME, raw)
-
-
-def parse_importance_reference(raw: str) -> list[str]:
-    """``NuggetImportance.importance``: a list of "vital"/"okay" of any length."""
-    return IMPORTANCE_OUTPUT.parse(NAME, raw)
-
-
-def parse_assignment_reference(raw: str) -> list[str]:
-    """``NuggetAssignment.assignment``: a list of "support"/"partial_support"/"not_support" of any length."""
-    return ASSIGNMENT_OUTPUT.parse(NAME, raw)
-
-
-def neutral(reason: str) -> JudgeResult:
-    """What open-rag-eval's TREC evaluator writes when ``AutoNuggetMetric.compute`` fails: 0.5
-    for the vital and mean assignment scores, nothing else."""
-    metrics: dict[str, Any] = {m: None for m in METRICS}
-    metrics.update(nuggets_vital=NEUTRAL, nuggets_assignment_mean=NEUTRAL)
-    return JudgeResult(metrics=metrics, details={"failed": reason})
-
-
-def _labels_failure(what: str, answers: Sequence[Any], n: int) -> str | None:
-    """Why a round of label batches fails open-rag-eval's checks: a failed or empty batch, or a
-    total that is not ``n``; None when it passes."""
-    for k, a in enumerate(answers):
-        if isinstance(a, Failed):
-            return f"{what} batch {k + 1} of {len(answers)} failed: {a.reason}"
-        if not a:
-            return f"{what} batch {k + 1} of {len(answers)} returned no labels"
-    total = sum(len(a) for a in answers)
-    return None if total == n else f"{total} {what} labels for {n} nuggets"
+    return (yield from rounds(CONSTRAINED, query, answer, passages))
 
 
 def run_reference(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
@@ -394,40 +194,7 @@ def run_reference(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
         return neutral("Query cannot be empty.")
     if not answer.strip():
         return neutral("Generated passage cannot be empty.")
-    nuggets: list[str] = []
-    iterations = 0
-    while iterations < CREATION_ITERS:
-        iterations += 1
-        # a one-step fan-out: a failed output comes back as Failed, and the record gets ``neutral``
-        [got] = yield [(render_create_reference(query, passages, nuggets), parse_nuggets_reference)]
-        if isinstance(got, Failed):
-            return neutral(f"nugget creation failed (iteration {iterations}): {got.reason}")
-        if not got:
-            return neutral(f"nugget creation returned no nuggets (iteration {iterations})")
-        nuggets = got
-        if len(nuggets) >= MAX_NUGGETS:
-            break
-
-    answers = yield [(render_importance_reference(query, b), parse_importance_reference) for b in _batches(nuggets)]
-    failure = _labels_failure("importance", answers, len(nuggets))
-    if failure:
-        return neutral(failure)
-    importances = [label for labels in answers for label in labels]
-    keep = sort_and_keep(importances, KEEP)
-    kept, kept_importances = [nuggets[i] for i in keep], [importances[i] for i in keep]
-
-    answers = yield [(render_assign_reference(query, answer, b), parse_assignment_reference) for b in _batches(kept)]
-    failure = _labels_failure("assignment", answers, len(kept))
-    if failure:
-        return neutral(failure)
-    assignments = [label for labels in answers for label in labels]
-    details = {
-        "nuggets": [{"text": t, "importance": i, "assignment": a}
-                    for t, i, a in zip(kept, kept_importances, assignments)],
-        "created": len(nuggets),
-        "iterations": iterations,
-    }
-    return JudgeResult(metrics=nugget_scores(kept_importances, assignments), details=details)
+    return (yield from rounds(REFERENCE, query, answer, passages))
 
 
 def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:

@@ -70,7 +70,8 @@ def _umbrela(t: Trace, item: int | None, prompt: JudgePrompt) -> str | None:
 def _nuggets(t: Trace, item: int | None, prompt: JudgePrompt) -> str | None:
     """Nuggets: a creation answers the list as it stands (at first the answer's sentences), so the
     creation stops at a fixed point where it can; every nugget is vital; the assignment ends it."""
-    from ragscale.judges.nuggets import BATCH, NO_INFO
+    from ragscale.judges.nugget_prompts import NO_INFO
+    from ragscale.judges.nugget_rounds import BATCH
     from ragscale.metrics.nuggets import IMPORTANCES
     from ragscale.metrics.trec import answer_text
 

@@ -1,4 +1,4 @@
-"""What the nugget judge accepts from its engine (ragscale.judges.nuggets, issue 37): the schemas ask
+"""What the nugget judge accepts from its engine (ragscale.judges.nugget_prompts, issue 37): the schemas ask
 for exactly n labels of the allowed values; the parsers take labels in any case and spacing, refuse
 a wrong count or an unknown label with the reason, and keep at most MAX_NUGGETS non-blank nuggets.
 And how the judge actor records a judge that raised (ragscale.actors.judge_runs)."""
@@ -11,7 +11,7 @@ import pytest
 
 from ragscale.actors.judge_runs import Phase, cut_warning
 from ragscale.errors import RecordError
-from ragscale.judges import nuggets as ng
+from ragscale.judges import nugget_prompts as ng
 from ragscale.judges.base import JudgeParseError
 
 

@@ -27,8 +27,8 @@ from collections import Counter
 import pytest
 
 from conftest import ROOT, SHARED
-from ragscale.judges import (JUDGES, citation, factual_consistency, faithfulness, idk, no_answer, nuggets, radbench,
-                             ragas_metrics, taxonomy, umbrela, underspecified)
+from ragscale.judges import (JUDGES, citation, factual_consistency, faithfulness, idk, no_answer, nugget_prompts,
+                             radbench, ragas_metrics, taxonomy, umbrela, underspecified)
 from ragscale.judges.base import JudgeParseError
 from ragscale.judges.templates import (FENCE_TAGS, MARKERS, escape_fences, fence, load_template, marker_patterns,
                                       neutralize)
@@ -53,8 +53,9 @@ RENDER = {
     no_answer.NAME: (lambda u: [no_answer.render(u, u)], ("markers", "orag_no_answer_v1")),
     factual_consistency.NAME: (lambda u: [factual_consistency.render([u, u], u)], ("tags", None)),
     # (the nugget lists are the judge's own outputs, bounded by its schema; not untrusted input)
-    nuggets.NAME: (lambda u: [nuggets.render_create(u, [u, u], [NUGGET]), nuggets.render_importance(u, [NUGGET]),
-                              nuggets.render_assign(u, u, [NUGGET])], ("tags", None)),
+    nugget_prompts.NAME: (lambda u: [nugget_prompts.render_create(u, [u, u], [NUGGET]),
+                                     nugget_prompts.render_importance(u, [NUGGET]),
+                                     nugget_prompts.render_assign(u, u, [NUGGET])], ("tags", None)),
     taxonomy.RETRIEVAL: (lambda u: [taxonomy.chunk_prompt(u, u)], ("tags", None)),
     taxonomy.GROUNDING: (lambda u: [taxonomy.answer_prompt(u, [u, u], u)], ("tags", None)),
     taxonomy.GENERATION: (lambda u: [taxonomy.generation_prompt(u, u)], ("tags", None)),
@@ -297,15 +298,15 @@ PARSERS = {
                           '{"topically_relevant": true, "evidence_sufficient": 0, "misleading": 0}',
                           '{"topically_relevant": "1", "evidence_sufficient": 0, "misleading": 0}'],
                  lambda v: set(v) == set(taxonomy.CHUNK_LABELS) and set(v.values()) <= {0, 1}),
-    "nuggets_importance": (functools.partial(nuggets.parse_importance, n=2),
+    "nuggets_importance": (functools.partial(nugget_prompts.parse_importance, n=2),
                            ['{"importance": ["vital"]}', '{"importance": ["vital", "essential"]}',
                             '{"importance": ["vital", "okay", "okay"]}'],
                            lambda v: len(v) == 2 and set(v) <= {"vital", "okay"}),
-    "nuggets_assignment": (functools.partial(nuggets.parse_assignment, n=1),
+    "nuggets_assignment": (functools.partial(nugget_prompts.parse_assignment, n=1),
                            ['{"assignment": ["supported"]}', '{"assignment": []}'],
                            lambda v: len(v) == 1 and set(v) <= {"support", "partial_support", "not_support"}),
-    "nuggets_create": (nuggets.parse_nuggets, ['{"nuggets": "a, b"}', '{"nuggets": [1, 2]}'],
-                       lambda v: isinstance(v, list) and len(v) <= nuggets.MAX_NUGGETS),
+    "nuggets_create": (nugget_prompts.parse_nuggets, ['{"nuggets": "a, b"}', '{"nuggets": [1, 2]}'],
+                       lambda v: isinstance(v, list) and len(v) <= nugget_prompts.MAX_NUGGETS),
     "faithfulness_statements": (faithfulness.parse_statements, ['{"statements": "a"}', '{"statements": [1]}'],
                                 lambda v: all(isinstance(s, str) for s in v)),
     # ragas' own parser takes any integer verdict and counts the truthy ones; the score stays in [0, 1]

@@ -155,7 +155,7 @@ def test_nuggets_after_synthetic_umbrela_grades_are_estimated():
         return read_record(json.dumps(raw), key=qid, model_id="m", task_id=qid, source_file="f", source_line=1,
                            need_targets=False).to_row()
 
-    from ragscale.judges import nuggets, umbrela
+    from ragscale.judges import nugget_prompts, umbrela
 
     rows = [orag("a", "One is first. Two is second [2].", ["first passage", "second passage"])]
     lines, result = _dry(None, [rows], judges=("umbrela", "nuggets"))
@@ -167,10 +167,10 @@ def test_nuggets_after_synthetic_umbrela_grades_are_estimated():
     assert UMBRELA_GRADE >= 1
     assert lines[0]["cache_key"] == _key(umbrela.render("question a?", "first passage"))
     two = ["One is first.", "Two is second"]  # the answer without its citation markers, in sentences
-    assert lines[2]["cache_key"] == _key(nuggets.render_create("question a?", ["first passage", "second passage"], []))
-    assert lines[3]["cache_key"] == _key(nuggets.render_create("question a?", ["first passage", "second passage"], two))
-    assert lines[4]["cache_key"] == _key(nuggets.render_importance("question a?", two))
-    assert lines[5]["cache_key"] == _key(nuggets.render_assign("question a?", "One is first. Two is second", two))
+    assert lines[2]["cache_key"] == _key(nugget_prompts.render_create("question a?", ["first passage", "second passage"], []))
+    assert lines[3]["cache_key"] == _key(nugget_prompts.render_create("question a?", ["first passage", "second passage"], two))
+    assert lines[4]["cache_key"] == _key(nugget_prompts.render_importance("question a?", two))
+    assert lines[5]["cache_key"] == _key(nugget_prompts.render_assign("question a?", "One is first. Two is second", two))
     assert {t.label: t.estimated for t in result.judges} == {"umbrela": 0, "nuggets": 4}
 
 

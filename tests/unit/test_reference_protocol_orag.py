@@ -33,7 +33,7 @@ pytest.importorskip("pydantic")
 
 from ragscale.actors.engines import Generation  # noqa: E402
 from ragscale.io.orag_csv import read_records  # noqa: E402
-from ragscale.judges import JUDGES, citation, no_answer, nuggets, umbrela  # noqa: E402
+from ragscale.judges import JUDGES, citation, no_answer, nugget_reference, nugget_rounds, nuggets, umbrela  # noqa: E402
 from ragscale.judges.base import Failed, JudgeParseError, JudgeResult, Undefined, drive  # noqa: E402
 from ragscale.metrics.nuggets import KEEP, NUGGETIZER_KEYS, sort_and_keep  # noqa: E402
 from ragscale.metrics.trec import SUPPORT_SCORES, retrieval_metrics  # noqa: E402
@@ -464,9 +464,9 @@ def test_schemas_are_the_pydantic_models_and_strict_as_the_client_sends_them(ora
     pairs = [(umbrela.REFERENCE_OUTPUT, m.umbrela_metric.UMBRELAScore),
              (citation.REFERENCE_OUTPUT, m.citation_metric.CitationSupport),
              (no_answer.REFERENCE_OUTPUT, m.no_answer_metric.QueryAnswered),
-             (nuggets.NUGGETS_OUTPUT, m.autonugget_metric.Nuggets),
-             (nuggets.IMPORTANCE_OUTPUT, m.autonugget_metric.NuggetImportance),
-             (nuggets.ASSIGNMENT_OUTPUT, m.autonugget_metric.NuggetAssignment)]
+             (nugget_reference.NUGGETS_OUTPUT, m.autonugget_metric.Nuggets),
+             (nugget_reference.IMPORTANCE_OUTPUT, m.autonugget_metric.NuggetImportance),
+             (nugget_reference.ASSIGNMENT_OUTPUT, m.autonugget_metric.NuggetAssignment)]
     for ours, model in pairs:
         assert ours.schema() == model.model_json_schema()
         assert strict_schema(ours.schema()) == to_strict_json_schema(model)
@@ -537,11 +537,11 @@ def test_nugget_creation_reading_equals_open_rag_eval(orag, raw):
     judge, _ = _their_model(orag, "gpt-4o-mini", lambda t: raw)
     metric = orag.autonugget_metric.AutoNuggetMetric(judge)
     theirs = _or_fail(lambda: metric._create_nuggets("q", {"[1]": "p"}, {"[1]": 2}), Exception)
-    ours = _or_fail(lambda: nuggets.parse_nuggets_reference(raw), JudgeParseError)
+    ours = _or_fail(lambda: nugget_reference.parse_nuggets_reference(raw), JudgeParseError)
     assert (FAIL if ours == [] else ours) == theirs
     run = nuggets.run_reference("q", "an answer", ["p"])
     step = next(run)
-    assert len(step) == 1 and step[0][0].messages == nuggets.render_create_reference("q", ["p"], []).messages
+    assert len(step) == 1 and step[0][0].messages == nugget_reference.render_create_reference("q", ["p"], []).messages
     if ours in (FAIL, []):
         with pytest.raises(StopIteration) as stop:
             run.send([ours if ours == [] else Failed("x")])
@@ -568,8 +568,8 @@ def test_nugget_label_reading_equals_open_rag_eval(orag, raw, n):
     listed = [f"nugget {i}" for i in range(n)]
     if raw.startswith('{"importance"'):
         theirs = _or_fail(lambda: metric._score_and_sort_nuggets("q", listed), Exception)
-        labels = _or_fail(lambda: nuggets.parse_importance_reference(raw), JudgeParseError)
-        if labels == FAIL or nuggets._labels_failure("importance", [labels], n):
+        labels = _or_fail(lambda: nugget_reference.parse_importance_reference(raw), JudgeParseError)
+        if labels == FAIL or nugget_rounds.labels_failure("importance", [labels], n):
             assert theirs == FAIL
         else:
             keep = sort_and_keep(labels, KEEP)
@@ -578,8 +578,8 @@ def test_nugget_label_reading_equals_open_rag_eval(orag, raw, n):
     else:
         part = orag.rag.GeneratedAnswerPart(text="an answer", citations=[])
         theirs = _or_fail(lambda: [v.value for v in metric._assign_nuggets("q", [part], listed)], Exception)
-        labels = _or_fail(lambda: nuggets.parse_assignment_reference(raw), JudgeParseError)
-        if labels != FAIL and nuggets._labels_failure("assignment", [labels], n):
+        labels = _or_fail(lambda: nugget_reference.parse_assignment_reference(raw), JudgeParseError)
+        if labels != FAIL and nugget_rounds.labels_failure("assignment", [labels], n):
             labels = FAIL
         assert labels == theirs
 
