@@ -6,7 +6,7 @@
 
 from typing import Any
 
-__version__ = "0.1.0"
+from ragscale.version import __version__
 __all__ = ["evaluate", "load", "metrics", "Run", "__version__"]
 
 

@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> list[str]:
     """Compute, print and write the calibration of ``args.run_dir``; returns the paths written."""
     from ragscale.config import CalibrationConf, SignificanceConf
-    from ragscale.report.calibration import calibrate, check_settings, read_summary, to_markdown, write_outputs
+    from ragscale.report.calibration import calibrate, read_summary, to_markdown, write_outputs
+    from ragscale.report.calibration_settings import check_settings
     from ragscale.report.leaderboard import model_lines, write_leaderboard
 
     settings = CalibrationConf(human=args.human, pairs=list(args.pair), map=list(args.map),

@@ -145,7 +145,8 @@ def _calibration(c: Any, metrics: list[str]) -> None:
     """Check calibration.* before any work: the labels file, ppi-python, the settings, the pairs
     and the scale maps (the human values' ranges are checked at the end, against the judged ones)."""
     from ragscale.report.agreement import read_human
-    from ragscale.report.calibration import check_settings, ppi, resolve
+    from ragscale.report.calibration_settings import check_settings, resolve
+    from ragscale.stats.ppi import ppi
 
     if not os.path.isfile(c.human):
         raise UserError(f"calibration.human: no such file: {c.human}")

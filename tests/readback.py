@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ragscale.report.leaderboard import _fmt  # the catalog's decimals, as the report shows means
+from ragscale.report.text import metric_value as _fmt  # the catalog's decimals, as the report shows means
 
 
 def _close(got: float | None, want: float | None, rel: float) -> bool:

@@ -3,7 +3,7 @@ or labels on the same records, per model and overall, with bootstrap confidence 
 
 This module pairs a run's records with the human ratings and builds the result; the statistics
 (Spearman, Kendall tau-b, Cohen's kappa, accuracy, bootstrap CIs) live in
-:mod:`ragscale.report.agreement_stats`, reading human files and writing agreement.{json,csv,md,png}
+:mod:`ragscale.stats.agreement`, reading human files and writing agreement.{json,csv,md,png}
 in :mod:`ragscale.report.agreement_io`; their public names are importable from here too.
 Which statistics apply (kappa: both sides categorical; accuracy: both binary) is decided once
 per metric pair, on all its records.
@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from ragscale.errors import UserError
 from ragscale.report.agreement_io import ALL, HumanRatings, plot, read_human, to_markdown, write_outputs
-from ragscale.report.agreement_stats import (MAX_CATEGORIES, STATS, accuracy, cohen_kappa, is_binary,
+from ragscale.stats.agreement import (MAX_CATEGORIES, STATS, accuracy, cohen_kappa, is_binary,
                                              is_categorical, kendall_tau_b, spearman, statistics_for)
 
 __all__ = ["ALL", "MAX_CATEGORIES", "STATS", "HumanRatings", "accuracy", "agreement", "cohen_kappa",
@@ -25,7 +25,7 @@ __all__ = ["ALL", "MAX_CATEGORIES", "STATS", "HumanRatings", "accuracy", "agreem
            "statistics_for", "to_markdown", "write_outputs"]
 
 
-def _run_keys(rec: dict) -> list[tuple]:
+def run_keys(rec: dict) -> list[tuple]:
     """The keys a human row may use for this run record (most specific first)."""
     model = rec.get("model_id")
     keys: list[tuple] = []
@@ -77,7 +77,7 @@ def _join_one(out: _Join, rec: Any, human: HumanRatings) -> None:
         raise ValueError("not an object")
     out.total += 1
     out.run_metrics |= set((rec.get("metrics") or {}).keys())
-    keys = _run_keys(rec)
+    keys = run_keys(rec)
     out.example_run = out.example_run or (keys[-1] if keys else None)
     key = next((k for k in keys if k in human.values), None)
     if key is None:
@@ -100,7 +100,7 @@ def _join(records_path: str, human: HumanRatings) -> _Join:
     return out
 
 
-def _choose_pairs(hnames: list[str], run_metrics: set[str], explicit: dict[str, str],
+def choose_pairs(hnames: list[str], run_metrics: set[str], explicit: dict[str, str],
                   human_path: str) -> dict[str, str]:
     """{human metric: run metric}: the explicit pairs, else the same names (case-insensitive)."""
     chosen: dict[str, str] = {}
@@ -207,7 +207,7 @@ def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boo
 
 def _result(run_dir: str, human_path: str, human: HumanRatings, explicit: dict[str, str], join: _Join, n_boot: int,
             seed: int) -> dict:
-    chosen = _choose_pairs(human.metrics(), join.run_metrics, explicit, human_path)
+    chosen = choose_pairs(human.metrics(), join.run_metrics, explicit, human_path)
     if not join.matched:
         hint = f"; e.g. human {_describe(next(iter(human.values)))}"
         hint += f" vs run {_describe(join.example_run)}" if join.example_run else ""

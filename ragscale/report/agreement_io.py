@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ragscale.errors import UserError
-from ragscale.report.agreement_stats import STATS
+from ragscale.stats.agreement import STATS
 from ragscale.report.safe import csv_writer, md_cell, visible
 
 ALL = "ALL"  # the group of every model's records together
@@ -48,7 +48,8 @@ class HumanRatings:
         return sorted({m for v in self.values.values() for m in v})
 
 
-def _num(value: Any) -> float | None:
+def human_value(value: Any) -> float | None:
+    """A human label as a number: a finite number, yes/true 1, no/false 0, a numeric text; None otherwise."""
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
@@ -92,7 +93,7 @@ def _read_mtrag(data: dict, path: str) -> HumanRatings:
     for m in declared.values():
         if m.get("values"):
             out.scales[m["name"]] = sorted(float(v["numeric_value"]) for v in m["values"]
-                                           if isinstance(v, dict) and _num(v.get("numeric_value")) is not None)
+                                           if isinstance(v, dict) and human_value(v.get("numeric_value")) is not None)
     collected: dict[tuple, dict[str, list[float]]] = {}
     for ev in data.get("evaluations") or []:
         if not isinstance(ev, dict) or not isinstance(ev.get("annotations"), dict) or ev.get("task_id") is None:
@@ -108,7 +109,7 @@ def _read_mtrag(data: dict, path: str) -> HumanRatings:
                 if annotator in _PSEUDO_ANNOTATORS:  # algorithmic values stored beside the humans'
                     continue
                 raw = a.get("value") if isinstance(a, dict) else a
-                v = _num(mapping.get(str(raw), raw))
+                v = human_value(mapping.get(str(raw), raw))
                 if v is not None:
                     collected.setdefault(key, {}).setdefault(metric, []).append(v)
     for key, by_metric in collected.items():
@@ -132,7 +133,7 @@ def _read_rows(rows: Iterable[dict], path: str, layout: str) -> HumanRatings:
         for col, raw in row.items():
             if col is None or col in _ID_COLUMNS or col in _ANNOTATOR_COLUMNS or raw in (None, ""):
                 continue
-            v = _num(raw)
+            v = human_value(raw)
             if v is None:
                 out.non_numeric[col] = out.non_numeric.get(col, 0) + 1
                 continue

@@ -25,186 +25,25 @@ import json
 import math
 import os
 from array import array
-from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Sequence
 
 import numpy as np
 
 from ragscale.errors import UserError
+from ragscale.report.calibration_settings import check_settings, resolve
+from ragscale.report.headline import headline, higher_is_better
+from ragscale.report.ranking import standings
 from ragscale.report.safe import csv_writer, md_cell, visible
+from ragscale.report.text import with_interval
 from ragscale.report.wording import own_values
+from ragscale.stats.ppi import classical, difference, estimate, ppi
 
 METHOD = "PPI++ (power-tuned prediction-powered inference, ppi-python)"
 DIFF_METHOD = "PPI++ on the per-task paired difference"
 CSV_HEADER = ["metric", "human", "model", "n_labeled", "n_records", "naive_mean", "naive_ci_low", "naive_ci_high",
               "human_mean", "human_ci_low", "human_ci_high", "calibrated_mean", "calibrated_ci_low",
               "calibrated_ci_high", "lambda", "message"]
-
-
-def ppi() -> Any:
-    """The ``ppi_py`` module (ppi-python), or a UserError saying how to install it."""
-    try:
-        import ppi_py
-    except ImportError:
-        raise UserError("calibration needs ppi-python: pip install 'ragscale[calibrate]' "
-                        "(make test installs it)") from None
-    return ppi_py
-
-
-# ---------------------------------------------------------------- settings and scale maps
-
-
-def check_settings(c: Any, prefix: str = "calibration.") -> None:
-    """A one-line UserError for a bad setting (``c``: the config's calibration block)."""
-    def bad(key: str, want: str) -> UserError:
-        return UserError(f"{prefix}{key} must be {want}, got {getattr(c, key)!r}")
-
-    if isinstance(c.min_labels, bool) or not isinstance(c.min_labels, int) or c.min_labels < 2:
-        raise bad("min_labels", "an integer >= 2")
-    v = c.confidence
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
-        raise bad("confidence", "a number between 0 and 1 (exclusive)")
-    parse_maps(list(c.map))
-
-
-@dataclass(frozen=True)
-class ScaleMap:
-    """How one human metric's labels map onto the judged metric's scale: linear from
-    ``[a, b]`` to ``[c, d]`` (``1..4:0..1``) or a table of values (``1:0,2:0.33,3:0.67,4:1``)."""
-
-    human: str
-    text: str
-    linear: tuple[float, float, float, float] | None = None
-    table: dict[float, float] = field(default_factory=dict)
-
-    def __call__(self, v: float) -> float:
-        if self.linear is not None:
-            a, b, c, d = self.linear
-            return c + (v - a) * (d - c) / (b - a)
-        if v not in self.table:
-            raise UserError(f"calibration.map {self.human}={self.text}: human value {v:g} is not mapped "
-                            f"(mapped: {', '.join(f'{k:g}' for k in sorted(self.table))})")
-        return self.table[v]
-
-
-def _float(s: str, item: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise UserError(f"calibration.map {item!r}: {s.strip()!r} is not a number") from None
-    if not math.isfinite(v):
-        raise UserError(f"calibration.map {item!r}: {s.strip()!r} is not a finite number")
-    return v
-
-
-def parse_maps(items: Sequence[str]) -> dict[str, ScaleMap]:
-    """``["faithfulness=1..4:0..1", "grade=yes:1,no:0"]`` -> {human metric: ScaleMap}."""
-    from ragscale.report.agreement_io import _num
-
-    out: dict[str, ScaleMap] = {}
-    for item in items:
-        if "=" not in item or not all(s.strip() for s in item.split("=", 1)):
-            raise UserError(f"calibration.map {item!r}: expected HUMAN=A..B:C..D (linear) or "
-                            "HUMAN=v1:m1,v2:m2,... (a table), e.g. faithfulness=1..4:0..1")
-        human, spec = (s.strip() for s in item.split("=", 1))
-        if ".." in spec:
-            parts = spec.split(":")
-            ends = [p.split("..") for p in parts]
-            if len(parts) != 2 or any(len(e) != 2 for e in ends):
-                raise UserError(f"calibration.map {item!r}: a linear map is A..B:C..D, e.g. 1..4:0..1")
-            (a, b), (c, d) = ([_float(x, item) for x in e] for e in ends)
-            if a == b:
-                raise UserError(f"calibration.map {item!r}: the human range {a:g}..{b:g} is empty")
-            out[human] = ScaleMap(human, spec, linear=(a, b, c, d))
-            continue
-        table = {}
-        for pair in spec.split(","):
-            if ":" not in pair:
-                raise UserError(f"calibration.map {item!r}: {pair.strip()!r} is not VALUE:MAPPED")
-            k, v = pair.rsplit(":", 1)
-            key = _num(k.strip())
-            if key is None:
-                raise UserError(f"calibration.map {item!r}: {k.strip()!r} is not a human value (a number, yes/no "
-                                "or true/false)")
-            table[key] = _float(v, item)
-        out[human] = ScaleMap(human, spec, table=table)
-    return out
-
-
-def resolve(human: Any, pairs: Sequence[str], maps: Sequence[str],
-            run_metrics: Sequence[str]) -> tuple[dict[str, str], dict[str, ScaleMap]]:
-    """({human metric: run metric}, {human metric: ScaleMap}) for labels ``human`` (a
-    :class:`~ragscale.report.agreement_io.HumanRatings`): the pairs as agreement chooses them,
-    and maps only for paired human metrics."""
-    from ragscale.report.agreement import _choose_pairs, parse_pairs
-
-    chosen = _choose_pairs(human.metrics(), set(run_metrics), parse_pairs(list(pairs)), human.source)
-    parsed = parse_maps(list(maps))
-    unknown = sorted(set(parsed) - set(chosen))
-    if unknown:
-        raise UserError(f"calibration.map: {', '.join(unknown)} is not a paired human metric "
-                        f"(pairs: {', '.join(f'{h}={m}' for h, m in chosen.items())})")
-    return chosen, parsed
-
-
-# ---------------------------------------------------------------- the estimators
-
-
-def _interval(mean: float, ci: Any) -> dict:
-    lo, hi = (float(np.ravel(x)[0]) for x in ci)
-    return {"mean": float(mean), "ci": [lo, hi]}
-
-
-def classical(values: np.ndarray, confidence: float) -> dict | None:
-    """Mean and CLT interval (ppi-python's ``classical_mean_ci``); None for no values."""
-    if len(values) == 0:
-        return None
-    return _interval(values.mean(), ppi().classical_mean_ci(values, alpha=1 - confidence))
-
-
-def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, confidence: float = 0.95) -> dict:
-    """Naive (judge on every record), human-only and PPI++ estimates of the human mean, each
-    ``{"mean", "ci"}``; the calibrated one also ``lambda``, the power-tuning weight of the judge
-    (0: the judge ignored, 1: plain PPI), None where it does not change the estimate. With every
-    record labelled or a constant judge the calibrated estimate is the human-only one."""
-    p = ppi()
-    y, yhat, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabeled))
-    alpha = 1 - confidence
-    out = {"naive": classical(np.concatenate([yhat, yu]), confidence), "human_only": classical(y, confidence)}
-    judge = np.concatenate([yhat, yu])
-    if len(yu) == 0 or np.ptp(judge) == 0:  # every record labelled, or a constant judge: nothing to add
-        out["calibrated"] = dict(out["human_only"], **{"lambda": 0.0})
-        return out
-    point = float(np.ravel(p.ppi_mean_pointestimate(y, yhat, yu))[0])
-    cal = _interval(point, p.ppi_mean_ci(y, yhat, yu, alpha=alpha))
-    if not all(math.isfinite(v) for v in (cal["mean"], *cal["ci"])):  # a degenerate lambda: the humans alone
-        out["calibrated"] = dict(out["human_only"], **{"lambda": 0.0})
-        return out
-    shift = yu.mean() - yhat.mean()  # the estimate is mean(y) + lambda * shift
-    cal["lambda"] = float((point - y.mean()) / shift) if abs(shift) > 1e-12 else None
-    out["calibrated"] = cal
-    return out
-
-
-def difference(d: np.ndarray, dhat: np.ndarray, dhat_unlabeled: np.ndarray, confidence: float) -> tuple:
-    """(estimate, [low, high], two-sided p for 0) of a mean difference by PPI++ (classical
-    when no task is unlabelled or the judged differences are constant)."""
-    from scipy.stats import norm
-
-    p = ppi()
-    alpha = 1 - confidence
-    if len(dhat_unlabeled) == 0 or np.ptp(np.concatenate([dhat, dhat_unlabeled])) == 0:
-        est = classical(d, confidence)
-        se = d.std() / math.sqrt(len(d))
-        pval = 1.0 if se == 0 and est["mean"] == 0 else (0.0 if se == 0 else float(2 * norm.sf(abs(est["mean"]) / se)))
-        return est["mean"], est["ci"], pval
-    point = float(np.ravel(p.ppi_mean_pointestimate(d, dhat, dhat_unlabeled))[0])
-    lo, hi = (float(np.ravel(x)[0]) for x in p.ppi_mean_ci(d, dhat, dhat_unlabeled, alpha=alpha))
-    pval = float(np.ravel(p.ppi_mean_pval(d, dhat, dhat_unlabeled, null=0.0))[0])
-    if not all(math.isfinite(v) for v in (point, lo, hi, pval)):  # a degenerate lambda: the humans alone
-        return difference(d, dhat, np.empty(0), confidence)
-    return point, [lo, hi], pval
 
 
 # ---------------------------------------------------------------- collecting a run's values
@@ -244,13 +83,13 @@ class CalibrationSink:
 
     def add(self, rec: Any) -> None:
         from ragscale.metrics.registry import record_scalar
-        from ragscale.report.agreement import _run_keys
+        from ragscale.report.agreement import run_keys
         from ragscale.report.significance import task_key
 
         if not isinstance(rec, dict):
             return
         self.records += 1
-        key = next((k for k in _run_keys(rec) if k in self.human.values), None)
+        key = next((k for k in run_keys(rec) if k in self.human.values), None)
         labels = self.human.values[key] if key is not None else {}
         self.matched += key is not None
         tkey = task_key(rec) or f"record={(rec.get('ragscale') or {}).get('record_key') or self.records}"
@@ -341,8 +180,6 @@ class CalibrationSink:
     @staticmethod
     def _ranked_by(block: dict, summary: dict | None) -> str | None:
         """The headline when it is calibrated, else the first calibrated metric with a direction."""
-        from ragscale.report.leaderboard import headline, higher_is_better
-
         usable = [m for m, b in block["metrics"].items()
                   if higher_is_better(m) is not None and any(v["calibrated"] for v in b["models"].values())]
         head = headline(summary) if summary is not None else None
@@ -368,7 +205,6 @@ class CalibrationSink:
     def _comparisons(self, block: dict, summary: dict, s: Any) -> dict:
         """Calibrated differences between models (the significance design and correction): PPI++
         on the per-task difference over the tasks both models have judged, labelled where both are."""
-        from ragscale.report.leaderboard import standings
         from ragscale.report.significance import decide
 
         order = [model for _, model, _ in standings(dict(summary, calibration=block))]
@@ -404,8 +240,8 @@ class CalibrationSink:
 
 def _within(row: dict, metric: str) -> dict:
     """A model's estimates with their intervals inside ``metric``'s catalog bounds (an interval of a
-    0..1 metric never reaches past 0 or 1; ragscale.report.stats.clip)."""
-    from ragscale.report.stats import bounds_of, clip
+    0..1 metric never reaches past 0 or 1; ragscale.stats.intervals.clip)."""
+    from ragscale.stats.intervals import bounds_of, clip
 
     for key in ("naive", "human_only", "calibrated"):
         e = row.get(key)
@@ -460,15 +296,6 @@ def read_summary(run_dir: str) -> dict:
 # ---------------------------------------------------------------- text and files
 
 
-def _fmt(metric: str, e: dict | None) -> str:
-    from ragscale.report.leaderboard import _fmt as value
-
-    if not e:
-        return "–"
-    lo, hi = e["ci"]
-    return f"{value(metric, e['mean'])} [{value(metric, lo)}, {value(metric, hi)}]"
-
-
 def to_markdown(block: dict) -> str:
     """Per calibrated metric and model: labels, naive, human-only and calibrated estimates."""
     conf = f"{100 * block['confidence']:g}%"
@@ -479,10 +306,10 @@ def to_markdown(block: dict) -> str:
                   f"| model | labels | records | naive ({own_values(metric)}) | human only | calibrated (PPI++) | lambda |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for model, r in b["models"].items():
-            cal = _fmt(metric, r["calibrated"]) if r["calibrated"] else (r["message"] or "–")
+            cal = with_interval(metric, r["calibrated"]) if r["calibrated"] else (r["message"] or "–")
             lam = (r["calibrated"] or {}).get("lambda")
-            lines.append(f"| {md_cell(model)} | {r['n_labeled']} | {r['n_records']} | {_fmt(metric, r['naive'])} | "
-                         f"{_fmt(metric, r['human_only'])} | {cal} | {'–' if lam is None else f'{lam:.2f}'} |")
+            lines.append(f"| {md_cell(model)} | {r['n_labeled']} | {r['n_records']} | {with_interval(metric, r['naive'])} | "
+                         f"{with_interval(metric, r['human_only'])} | {cal} | {'–' if lam is None else f'{lam:.2f}'} |")
         notes = [f"- {visible(model)}: {r['message']}" for model, r in b["models"].items() if r["message"] and r["calibrated"]]
         lines += ([""] + notes if notes else []) + [""]
     return "\n".join(lines).rstrip() + "\n"

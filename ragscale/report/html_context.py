@@ -1,6 +1,6 @@
 """What each section of the HTML report shows (package-private; see :mod:`ragscale.report.html`).
 
-Each builder turns the run's JSON files and the :class:`~ragscale.report.html._Scan` of
+Each builder turns the run's JSON files and the :class:`~ragscale.report.html_scan.Scan` of
 records.jsonl into plain values (strings, numbers, lists, dicts) for one template of
 ``templates/``; the templates hold all the markup and escape every value. Numbers are
 formatted here, so the templates do no arithmetic on the run's data. The leaderboard, the
@@ -17,14 +17,16 @@ from typing import Any
 
 from ragscale.exitcodes import FAILED, INCOMPLETE, OK, STATUS, STOPPED, failed, finished, outcome
 from ragscale.metrics.registry import label, lookup
-from ragscale.report.html import PALETTE, _Dist, _Scan, fmt, trunc
+from ragscale.report.html_scan import Dist, Scan
 from ragscale.report.html_records import lowest_section
-from ragscale.report.html_significance import _number, better_than, calibration, calibration_rows, significance
-from ragscale.report.html_svg import dist_chart, rate_chart
-from ragscale.report.leaderboard import (ANS_ACC, _cell, _fmt, _mean_n, breakdown_metrics, calibrated_comparisons,
-                                         cells, fallback_lines, headline, higher_is_better, ranking, standings)
+from ragscale.report.html_significance import number, better_than, calibration, calibration_rows, significance
+from ragscale.report.html_svg import PALETTE, dist_chart, rate_chart
+from ragscale.report.headline import headline, higher_is_better
+from ragscale.report.leaderboard import calibrated_comparisons, fallback_lines
+from ragscale.report.ranking import ANS_ACC, breakdown_metrics, cell, cells, mean_n, ranking, standings
 from ragscale.report.plots import is_rate_metric, mean_interval
-from ragscale.report.stats import bounds_of
+from ragscale.stats.intervals import bounds_of
+from ragscale.report.text import fmt, metric_value, trunc
 from ragscale.report.wording import own_values
 
 # A table of means fits a 1280 px screen: at most this many metric columns, and about this many
@@ -32,7 +34,7 @@ from ragscale.report.wording import own_values
 MEAN_COLUMNS, MEAN_CHARS = 8, 170
 
 
-def page_context(run_dir: str, scan: _Scan, summary: dict | None, run: dict | None, worst_n: int) -> dict:
+def page_context(run_dir: str, scan: Scan, summary: dict | None, run: dict | None, worst_n: int) -> dict:
     """The whole context of ``templates/report.html.j2``."""
     orphans = scan.settle()
     metrics = [m for m in scan.metrics if m in scan.dists and m not in scan.flags]
@@ -61,7 +63,7 @@ def page_context(run_dir: str, scan: _Scan, summary: dict | None, run: dict | No
 
 # ---------------------------------------------------------------- the summary as the leaderboard reads it
 
-def _board(summary: dict | None, scan: _Scan, metrics: list[str]) -> dict:
+def _board(summary: dict | None, scan: Scan, metrics: list[str]) -> dict:
     """summary.json with every model block well-formed (numbers or None, counts as ints), so that the
     leaderboard's helpers (ragscale.report.leaderboard) read it as they read a summary they wrote; a
     summary built from the scan when summary.json is missing or has no models."""
@@ -88,9 +90,9 @@ def _block(d: Any, nested: bool = True) -> dict:
     ns = d.get("n") if isinstance(d.get("n"), dict) else {}
     out: dict[str, Any] = {"count": _int(d.get("count")), "errors": _int(d.get("errors")),
                            "judge_failed": _int(d.get("judge_failed")),
-                           "metrics": {str(k): _number(v) for k, v in means.items()},
+                           "metrics": {str(k): number(v) for k, v in means.items()},
                            "n": {str(k): _int(v) for k, v in ns.items()},
-                           "answerability_accuracy": _number(d.get("answerability_accuracy")),
+                           "answerability_accuracy": number(d.get("answerability_accuracy")),
                            "answerability_n": _int(d.get("answerability_n")),
                            **{k: _counts(d.get(k)) for k in ("judge_parse_failures", "judge_engine_errors")},
                            "judge_undefined_reasons": {str(j): _counts(r) for j, r in _dict(d.get("judge_undefined_reasons"))}}
@@ -119,7 +121,7 @@ def _direction(metric: str | None) -> str:
 
 # ---------------------------------------------------------------- sections
 
-def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
+def _top(run: dict | None, board: dict, scan: Scan) -> dict:
     """The line under the title: the outcome in the exit code's words (ragscale.exitcodes.outcome:
     "ok" only when every record was scored, else e.g. "4 of 6 records failed", linked to the errors;
     "failed" with the reason for a run that stopped), models, records, what ranks."""
@@ -143,7 +145,7 @@ def _top(run: dict | None, board: dict, scan: _Scan) -> dict:
             f"ranked by the {'calibrated ' if calibrated else ''}mean of {label(metric)} ({_direction(metric)})"}
 
 
-def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) -> dict:
+def _leaderboard(board: dict, order: list, scan: Scan, summary: dict | None) -> dict:
     """One row per model in ranking order: rank, records, errors, the ranking metric's mean with its
     interval (calibrated, uncalibrated and human-only when the run was calibrated), and the models it
     is significantly better than; why the ranking passed over the first headline (fallback_lines)."""
@@ -164,7 +166,7 @@ def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) ->
         elif metric is not None:
             row["estimates"] = [_estimate(d, metric, scan, model)]
         rows.append(row)
-    conf = _number(board["calibration"].get("confidence")) if calibrated else None  # calibrated: a dict
+    conf = number(board["calibration"].get("confidence")) if calibrated else None  # calibrated: a dict
     bounds = bounds_of(metric)
     sig = board.get("significance") if isinstance(board.get("significance"), dict) else {}
     return {"metric": metric, "label": None if metric is None else label(metric), "calibrated": calibrated,
@@ -176,17 +178,17 @@ def _leaderboard(board: dict, order: list, scan: _Scan, summary: dict | None) ->
             "missing": summary is None, "reduction": summary.get("reduction") if summary else None}
 
 
-def _estimate(d: dict, metric: str, scan: _Scan, model: str) -> dict | None:
+def _estimate(d: dict, metric: str, scan: Scan, model: str) -> dict | None:
     """The model's mean of ``metric`` (summary.json's) with the interval of the scan's values (Student-t,
-    clipped to the metric's bounds: ragscale.report.stats.mean_interval)."""
+    clipped to the metric's bounds: ragscale.stats.intervals.mean_interval)."""
     mean = d["metrics"].get(metric)
     if mean is None:
         return None
     dist = (scan.dists.get(metric) or {}).get(model)
     ci = None if dist is None else mean_interval(metric, dist.n, dist.mean, dist.sd, (dist.lo, dist.hi))
     if ci is None or not all(map(math.isfinite, ci)):
-        return {"mean": _fmt(metric, mean), "ci": None}
-    return {"mean": _fmt(metric, mean), "ci": f"[{_fmt(metric, ci[0])}, {_fmt(metric, ci[1])}]"}
+        return {"mean": metric_value(metric, mean), "ci": None}
+    return {"mean": metric_value(metric, mean), "ci": f"[{metric_value(metric, ci[0])}, {metric_value(metric, ci[1])}]"}
 
 
 def _human(board: dict, metric: str | None) -> str:
@@ -254,12 +256,12 @@ def _mean_head(metric: str, kind: str) -> str:
 
 def _mean_cell(d: dict, metric: str, kind: str) -> dict:
     """A mean as the tables show it: catalog decimals (hover: n), a rate in %, the accuracy with its n."""
-    v, n = _mean_n(d, metric)
+    v, n = mean_n(d, metric)
     if kind == "rate":
         return {"text": "—" if v is None else f"{100 * v:.1f}%", "title": f"n={n}", "note": None}
     if kind == "accuracy":
-        return {"text": _fmt(metric, v), "title": None, "note": None if v is None else f"(n={n})"}
-    return {"text": _fmt(metric, v), "title": f"n={n}", "note": None}
+        return {"text": metric_value(metric, v), "title": None, "note": None if v is None else f"(n={n})"}
+    return {"text": metric_value(metric, v), "title": f"n={n}", "note": None}
 
 
 def _breakdowns(board: dict, order: list) -> dict | None:
@@ -272,9 +274,9 @@ def _breakdowns(board: dict, order: list) -> dict | None:
     for m in breakdown_metrics(board, headline(board)):
         rows = []
         for rank, model, d in order:
-            vals = [_mean_n(_cell(d, b, key), m) for b, key, _ in cols]
+            vals = [mean_n(cell(d, b, key), m) for b, key, _ in cols]
             rows.append({"rank": "–" if rank is None else str(rank), "model": model,
-                         "cells": [(_fmt(m, v), n) for v, n in vals]})
+                         "cells": [(metric_value(m, v), n) for v, n in vals]})
         tables.append({"metric": m, "label": label(m), "rows": rows})
     return {"head": [text for _, _, text in cols], "tables": tables,
             "answerability": any(b == "answerability" for b, _, _ in cols),
@@ -294,7 +296,7 @@ def _flatten(d: dict, prefix: str = "") -> list[tuple[str, Any]]:
 
 # ---------------------------------------------------------------- sections
 
-def _header(run: dict | None, scan: _Scan) -> dict | None:
+def _header(run: dict | None, scan: Scan) -> dict | None:
     """run.json's provenance as (label, value, value is a JSON value) rows; None without run.json."""
     if run is None:
         return None
@@ -334,7 +336,7 @@ def _header(run: dict | None, scan: _Scan) -> dict | None:
             "run_json": trunc(json.dumps(run, indent=1, ensure_ascii=False, default=str), 40000)}
 
 
-def _distributions(scan: _Scan, metrics: list[str], colors: dict[str, str]) -> list[dict]:
+def _distributions(scan: Scan, metrics: list[str], colors: dict[str, str]) -> list[dict]:
     """Per metric: a chart of every model and, for scores, a table of n, mean, CI, sd, median, min, max."""
     out = []
     for i, m in enumerate(metrics):
@@ -349,13 +351,13 @@ def _distributions(scan: _Scan, metrics: list[str], colors: dict[str, str]) -> l
     return out
 
 
-def _dist_cells(metric: str, model: str, d: _Dist) -> list[Any]:
+def _dist_cells(metric: str, model: str, d: Dist) -> list[Any]:
     ci = mean_interval(metric, d.n, d.mean, d.sd, (d.lo, d.hi))
     return [model, d.n, fmt(d.mean), "—" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]",
             fmt(d.sd) if d.n > 1 else "—", ("" if d.exact else "≈") + fmt(d.quantile(0.5)), fmt(d.lo), fmt(d.hi)]
 
 
-def _judges(run: dict | None, scan: _Scan) -> dict:
+def _judges(run: dict | None, scan: Scan) -> dict:
     """run.json's judge counters (totals and per judge) and the judge errors found in the records."""
     jw = run.get("judge_work") if run else None
     out: dict[str, Any] = {"work": False, "none_ran": run is not None, "totals": [], "cols": [], "by_judge": [],
@@ -376,14 +378,14 @@ def _judges(run: dict | None, scan: _Scan) -> dict:
     return out
 
 
-def _errors(scan: _Scan, no_model: int) -> dict:
+def _errors(scan: Scan, no_model: int) -> dict:
     """How many records have an error, by stage, the lines of no model, and the first few of them."""
     return {"total": sum(scan.error_stages.values()),
             "stages": ", ".join(f"{s}: {n}" for s, n in scan.error_stages.most_common()),
             "no_model": no_model, "examples": scan.error_examples}
 
 
-def _seen_best(scan: _Scan) -> dict[str, float]:
+def _seen_best(scan: Scan) -> dict[str, float]:
     """Per metric, the best value of the run (the highest, or the lowest for a lower-is-better one)."""
     return {m: (min(d.lo for d in per.values()) if higher_is_better(m) is False else max(d.hi for d in per.values()))
             for m, per in scan.dists.items() if per}

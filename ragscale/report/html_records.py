@@ -17,7 +17,7 @@ from typing import Any
 from ragscale.errors import RecordError
 from ragscale.record import answer_of, extract_fields, passage_ids_of, query_of
 from ragscale.report.headline import higher_is_better
-from ragscale.report.stats import bounds_of
+from ragscale.stats.intervals import bounds_of
 from ragscale.report.text import fmt, trim, trunc
 
 PASSAGES = 10  # passages shown on a card (the rest counted)

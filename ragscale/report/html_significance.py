@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from ragscale.metrics.registry import label
-from ragscale.report.leaderboard import _fmt as metric_value  # the catalog's decimals
+from ragscale.report.text import metric_value  # the catalog's decimals
 from ragscale.report.wording import own_values
 
 _DESIGNS = {"all-pairs": "every pair of models compared", "vs-leader": "each model compared with the leader"}
@@ -37,7 +37,7 @@ def significance(summary: dict | None) -> dict | None:
             metrics.append({"metric": str(metric), "label": label(str(metric)), "rows": rows})
     if not metrics:
         return None
-    conf = _number(block.get("confidence"))
+    conf = number(block.get("confidence"))
     method = str(block["method"]).strip() if block.get("method") else None
     return {"metrics": metrics, "interval": "interval" if conf is None else f"{100 * conf:g}% interval",
             "method": f"Method: {method}" + ("" if method.endswith(".") else ".") if method else None,
@@ -48,13 +48,13 @@ def _pair(metric: str, p: dict) -> dict:
     """One comparison; a significant one names the better model first (its difference and interval turned
     around to match)."""
     first, second = str(p.get("a")), str(p.get("b"))
-    diff, ci = _number(p.get("diff")), _interval(p.get("ci"))
+    diff, ci = number(p.get("diff")), _interval(p.get("ci"))
     significant = p.get("significant") is True
     if significant and p.get("better") is not None and str(p.get("better")) == second:
         first, second = second, first
         diff = None if diff is None else -diff
         ci = None if ci is None else (-ci[1], -ci[0])
-    means = [(str(p.get(k)), _number(p.get(f"mean_{k}"))) for k in ("a", "b")]
+    means = [(str(p.get(k)), number(p.get(f"mean_{k}"))) for k in ("a", "b")]
     n = p.get("n")
     return {
         "significant": significant,
@@ -72,7 +72,7 @@ def _pair(metric: str, p: dict) -> dict:
 def _p_text(p: dict) -> str:
     """"adjusted p = 0.012" (the raw p when no adjusted one is given; "< 0.001" below 0.001)."""
     for key, name in (("p_adjusted", "adjusted p"), ("p", "p")):
-        v = _number(p.get(key))
+        v = number(p.get(key))
         if v is not None:
             return f"{name} < 0.001" if v < 0.001 else f"{name} = {v:.3f}"
     return ""
@@ -81,7 +81,7 @@ def _p_text(p: dict) -> str:
 def _settings(block: dict, conf: float | None) -> str:
     """The block's confidence, alpha, correction and design as one line."""
     parts = [] if conf is None else [f"{100 * conf:g}% confidence intervals"]
-    alpha = _number(block.get("alpha"))
+    alpha = number(block.get("alpha"))
     if alpha is not None:
         parts.append(f"significance level α = {alpha:g}")
     if block.get("correction"):
@@ -105,7 +105,7 @@ def better_than(summary: dict, metric: str | None) -> tuple[dict[str, list[str]]
         by_pair = {frozenset((str(e.get("a")), str(e.get("b")))): e for e in judged or []}
         for e in calibrated:
             pair = frozenset((str(e.get("a")), str(e.get("b"))))
-            if _number(e.get("p")) is not None:
+            if number(e.get("p")) is not None:
                 _add_winner(out, e, "")
             elif pair in by_pair:
                 _add_winner(out, by_pair[pair], f" ({own_values(metric)})")
@@ -149,7 +149,7 @@ def calibration(summary: dict) -> dict | None:
                             "rows": [{"model": model, **r} for model, r in rows.items()]})
     if not metrics:
         return None
-    conf = _number(block.get("confidence"))
+    conf = number(block.get("confidence"))
     labels = block.get("min_labels")
     return {"metrics": metrics, "interval": "interval" if conf is None else f"{100 * conf:g}% interval",
             "method": str(block["method"]) if block.get("method") else None,
@@ -170,7 +170,7 @@ def calibration_rows(block: Any, metric: str | None) -> dict[str, dict]:
     for model, r in models.items():
         r = r if isinstance(r, dict) else {}
         cal = r.get("calibrated") if isinstance(r.get("calibrated"), dict) else {}
-        lam = _number(cal.get("lambda"))
+        lam = number(cal.get("lambda"))
         out[str(model)] = {"labels": _count(r.get("n_labeled")), "records": _count(r.get("n_records")),
                            **{k: _estimate(metric, r.get(k)) for k in ("naive", "human_only", "calibrated")},
                            "lambda": "–" if lam is None else f"{lam:.2f}",
@@ -180,7 +180,7 @@ def calibration_rows(block: Any, metric: str | None) -> dict[str, dict]:
 
 def _estimate(metric: str, e: Any) -> dict | None:
     """A {"mean", "ci"} estimate as texts in the metric's decimals (None when it has no mean)."""
-    mean = _number(e.get("mean")) if isinstance(e, dict) else None
+    mean = number(e.get("mean")) if isinstance(e, dict) else None
     if mean is None:
         return None
     ci = _interval(e.get("ci"))
@@ -192,7 +192,8 @@ def _count(v: Any) -> str:
     return str(v) if isinstance(v, int) and not isinstance(v, bool) else "–"
 
 
-def _number(v: Any) -> float | None:
+def number(v: Any) -> float | None:
+    """A finite number of a block read as a float; None for anything else (a bool, a text, NaN)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return float(v)
@@ -200,7 +201,7 @@ def _number(v: Any) -> float | None:
 
 def _interval(v: Any) -> tuple[float, float] | None:
     if isinstance(v, (list, tuple)) and len(v) == 2:
-        lo, hi = _number(v[0]), _number(v[1])
+        lo, hi = number(v[0]), number(v[1])
         if lo is not None and hi is not None:
             return lo, hi
     return None

@@ -11,17 +11,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ragscale.report.html import BINS, _Dist, fmt
+from ragscale.report.html_scan import BINS, Dist
+from ragscale.report.text import fmt
 from ragscale.report.plots import mean_interval, wilson_interval
 
-Row = tuple[str, str, _Dist]  # (model, color, statistics)
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+           "#bab0ac"]  # a color per model, in model order
+Row = tuple[str, str, Dist]  # (model, color, statistics)
 # the distribution chart: width, left and right ends of the value axis, height of one model's band, top margin
 W, L, R, RH, TOP = 860, 190, 830, 74, 8
 
 
 def dist_chart(metric: str, rows: list[Row]) -> dict[str, Any]:
     """Per-model histogram and box (quartiles from the sample, whiskers min..max, mean with its 95% interval,
-    ragscale.report.stats.mean_interval)."""
+    ragscale.stats.intervals.mean_interval)."""
     lo = min(d.lo for _, _, d in rows)
     hi = max(d.hi for _, _, d in rows)
     unit = all(d.unit for _, _, d in rows)
@@ -40,7 +43,7 @@ def dist_chart(metric: str, rows: list[Row]) -> dict[str, Any]:
             "axis_y": ya, "ticks": ticks}
 
 
-def _dist_row(metric: str, model: str, color: str, d: _Dist, y0: int, x: Any, lo: float, hi: float,
+def _dist_row(metric: str, model: str, color: str, d: Dist, y0: int, x: Any, lo: float, hi: float,
               unit: bool) -> dict:
     """One model's band of :func:`dist_chart`: histogram bars, whiskers, box, median, mean and its CI."""
     import numpy as np

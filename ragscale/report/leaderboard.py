@@ -32,119 +32,12 @@ import os
 from typing import Iterable
 
 from ragscale.exitcodes import failed
-from ragscale.metrics.registry import label, lookup
-from ragscale.report.headline import fallback, headline, higher_is_better, missing, table_metrics  # noqa: F401
+from ragscale.metrics.registry import label
+from ragscale.report.headline import fallback, headline, higher_is_better, missing, table_metrics
+from ragscale.report.ranking import ANS_ACC, breakdown_metrics, cell, cells, mean_n, ranking, standings
 from ragscale.report.safe import console_name, csv_writer, md_cell, visible
+from ragscale.report.text import metric_value, with_interval
 from ragscale.report.wording import is_judged, own_values
-
-ALL = "ALL"
-ANSWERABILITY_ORDER = ("ANSWERABLE", "PARTIAL", "UNANSWERABLE", "CONVERSATIONAL", "UNDERSPECIFIED")
-TURN_CELLS = (("1", "Turn 1"), (">1", "Turn >1"))
-ANS_ACC = "AnsAcc"  # answerability accuracy (summary's answerability_accuracy)
-
-
-def ranked(summary: dict, head: str | None) -> list[tuple[int | None, str, dict]]:
-    """(rank, model, block) best first by the mean of ``head``; ``rank`` None for a model without
-    a value."""
-    return _rank(summary, head, lambda model, d: None if head is None else d["metrics"].get(head))
-
-
-def calibrated_mean(summary: dict, metric: str, model: str) -> float | None:
-    """The model's calibrated (prediction-powered) mean of ``metric`` from summary.json's
-    ``calibration`` block (ragscale.report.calibration), None where there is none."""
-    cal = summary.get("calibration") if isinstance(summary, dict) else None
-    try:
-        v = cal["metrics"][metric]["models"][model]["calibrated"]["mean"]
-    except (KeyError, TypeError):
-        return None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def ranking(summary: dict) -> tuple[str | None, bool]:
-    """What the leaderboard ranks by: (metric, calibrated). The calibrated mean of the calibration
-    block's ``ranked_by`` metric when the run was calibrated, else the headline's mean."""
-    cal = summary.get("calibration") if isinstance(summary, dict) else None
-    metric = cal.get("ranked_by") if isinstance(cal, dict) else None
-    if isinstance(metric, str) and metric:
-        return metric, True
-    return headline(summary), False
-
-
-def standings(summary: dict) -> list[tuple[int | None, str, dict]]:
-    """(rank, model, block) best first as the leaderboard ranks them (see :func:`ranking`)."""
-    metric, calibrated = ranking(summary)
-    if not calibrated:
-        return ranked(summary, metric)
-    return _rank(summary, metric, lambda model, d: calibrated_mean(summary, metric, model))
-
-
-def _rank(summary: dict, metric: str | None, value) -> list[tuple[int | None, str, dict]]:
-    """Models sorted by ``value(model, block)`` in the metric's direction; ties share a rank
-    (competition ranking), models without a value last and unranked."""
-    models = list((summary.get("models") or {}).items())
-    sign = 1.0 if higher_is_better(metric) is False else -1.0
-    vals = {model: value(model, d) for model, d in models}
-    models.sort(key=lambda md: (vals[md[0]] is None, sign * (vals[md[0]] or 0.0), md[0]))
-    out: list[tuple[int | None, str, dict]] = []
-    prev, rank = None, 0
-    for i, (model, d) in enumerate(models):
-        v = vals[model]
-        if v is None:
-            out.append((None, model, d))
-            continue
-        if v != prev:
-            rank, prev = i + 1, v
-        out.append((rank, model, d))
-    return out
-
-
-def _answerability_classes(summary: dict) -> list[str]:
-    found = {c for d in summary["models"].values() for c in (d.get("by_answerability") or {})}
-    if not found - {"UNKNOWN"}:
-        return []
-    rest = sorted(found - set(ANSWERABILITY_ORDER) - {"UNKNOWN"})
-    return [c for c in ANSWERABILITY_ORDER if c in found] + rest + (["UNKNOWN"] if "UNKNOWN" in found else [])
-
-
-def cells(summary: dict) -> list[tuple[str, str, str]]:
-    """(breakdown, cell key, column label) of the columns: All, answerability classes, turns."""
-    out = [("all", ALL, "All")]
-    out += [("answerability", c, c) for c in _answerability_classes(summary)]
-    turns = {t for d in summary["models"].values() for t in (d.get("by_turn") or {})}
-    out += [("turn", k, label) for k, label in TURN_CELLS if k in turns]
-    return out
-
-
-def _cell(d: dict, breakdown: str, key: str) -> dict | None:
-    if breakdown == "all":
-        return d
-    return (d.get("by_answerability" if breakdown == "answerability" else "by_turn") or {}).get(key)
-
-
-def _mean_n(block: dict | None, metric: str) -> tuple[float | None, int]:
-    if block is None:
-        return None, 0
-    if metric == ANS_ACC:
-        return block.get("answerability_accuracy"), int(block.get("answerability_n") or 0)
-    return block["metrics"].get(metric), int(block["n"].get(metric) or 0)
-
-
-def _fmt(metric: str, v: float | None) -> str:
-    if v is None:
-        return "–"
-    spec = lookup(metric)
-    return f"{v:.{spec.decimals if spec is not None else 4}f}"
-
-
-def breakdown_metrics(summary: dict, head: str | None) -> list[str]:
-    """The headline, an H-Mean's components, and the answerability accuracy when present."""
-    metrics = table_metrics(summary)
-    out = [head] if head else []
-    if head in ("HMean_idk", "HMean"):  # RL_F, RB_llm, RB_agg (or their IDK-conditioned versions)
-        out += [m for m in lookup(head).requires if m in metrics]
-    if any(d.get("answerability_n") for d in summary["models"].values()):
-        out.append(ANS_ACC)
-    return out
 
 
 def _md_table(head: list[str], rows: Iterable[list[str]], right_from: int) -> list[str]:
@@ -157,11 +50,9 @@ def _md_table(head: list[str], rows: Iterable[list[str]], right_from: int) -> li
 def _calibrated_cells(summary: dict, metric: str, model: str) -> list[str]:
     """The leaderboard's calibration columns of a model: calibrated [CI], uncalibrated (the judge's, for
     a judge metric) [CI], labels."""
-    from ragscale.report.calibration import _fmt as with_ci
-
     r = summary["calibration"]["metrics"][metric]["models"].get(model) or {}
-    cal = with_ci(metric, r.get("calibrated")) if r.get("calibrated") else (r.get("message") or "–")
-    return [cal, with_ci(metric, r.get("naive")), str(r.get("n_labeled", 0))]
+    cal = with_interval(metric, r.get("calibrated")) if r.get("calibrated") else (r.get("message") or "–")
+    return [cal, with_interval(metric, r.get("naive")), str(r.get("n_labeled", 0))]
 
 
 def format_markdown(summary: dict) -> str:
@@ -196,9 +87,9 @@ def format_markdown(summary: dict) -> str:
     rows = []
     for rank, model, d in order:
         vals = _calibrated_cells(summary, basis, model) if calibrated else []
-        vals += [_fmt(m, d["metrics"].get(m)) for m in shown]
+        vals += [metric_value(m, d["metrics"].get(m)) for m in shown]
         if acc:
-            vals.append(_fmt(ANS_ACC, d.get("answerability_accuracy")))
+            vals.append(metric_value(ANS_ACC, d.get("answerability_accuracy")))
         rows.append(["–" if rank is None else str(rank), model, str(d["count"]), str(failed(d)), *vals])
     out += _md_table(["#", "model", "n", "errors", *cal_head, *shown, *([ANS_ACC] if acc else [])], rows, 2)
     if len(cols) > 1:
@@ -215,8 +106,8 @@ def format_markdown(summary: dict) -> str:
             for rank, model, d in order:
                 vals = []
                 for b, key, _ in cols:
-                    v, n = _mean_n(_cell(d, b, key), m)
-                    vals.append(f"{_fmt(m, v)} ({n})")
+                    v, n = mean_n(cell(d, b, key), m)
+                    vals.append(f"{metric_value(m, v)} ({n})")
                 rows.append(["–" if rank is None else str(rank), model, *vals])
             out += ["", f"### {m}", ""] + _md_table(["#", "model", *[label for _, _, label in cols]], rows, 2)
     from ragscale.report.significance import markdown_lines
@@ -235,7 +126,7 @@ def calibrated_comparisons(summary: dict) -> dict:
     cal = summary.get("calibration") if isinstance(summary, dict) else None
     if not isinstance(cal, dict) or not isinstance(cal.get("comparisons"), dict):
         return {}
-    from ragscale.report.calibration import DIFF_METHOD
+    from ragscale.report.calibration import DIFF_METHOD  # here: calibration loads numpy, the leaderboard not
 
     block = {k: cal.get(k) for k in ("confidence", "alpha", "correction", "design")}
     block.update(method=DIFF_METHOD, metrics=cal["comparisons"])
@@ -260,7 +151,7 @@ def csv_rows(summary: dict) -> tuple[list[str], list[list]]:
             lo, hi = c.get("ci") or ["", ""]
             extra = [c.get("mean", ""), lo, hi, r.get("n_labeled", 0)]
         for b, key, _ in cells(summary):
-            c = _cell(d, b, key)
+            c = cell(d, b, key)
             if c is None:
                 continue
             means = ["" if c["metrics"].get(m) is None else f"{c['metrics'][m]:.6g}" for m in metrics]
@@ -322,6 +213,6 @@ def model_lines(summary: dict) -> list[str]:
             cal, judge, labels = _calibrated_cells(summary, basis, model)
             out.append(line + f"{label(basis)} calibrated {cal}  ({own_values(basis)} {judge}, {labels} labels)")
             continue
-        v, n = _mean_n(d, head)
-        out.append(line + f"{label(head)} {_fmt(head, v)}  (n={n})")
+        v, n = mean_n(d, head)
+        out.append(line + f"{label(head)} {metric_value(head, v)}  (n={n})")
     return out

@@ -10,7 +10,7 @@ score intervals instead of boxes. Per-record numbers come from
 in summary.json. Modelled on open-rag-eval's ``TRECEvaluator.plot_metrics``.
 
 Reading the run dirs lives in :mod:`ragscale.report.runs`, the statistics in
-:mod:`ragscale.report.stats`; their public names are importable from here too.
+:mod:`ragscale.stats.intervals`; their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Sequence
 from ragscale.errors import UserError
 from ragscale.report.runs import (Group, PlotData, check_run_dir, is_flag, is_rate_metric, label_runs, rate_title,
                                   load_runs, read_json, select_metrics)
-from ragscale.report.stats import (CONFIDENCE, bounds_of, clip, mean_ci, mean_interval, norm_ppf, t_cdf, t_interval,
+from ragscale.stats.intervals import (CONFIDENCE, bounds_of, clip, mean_ci, mean_interval, norm_ppf, t_cdf, t_interval,
                                    t_ppf, wilson_interval)
 
 __all__ = ["CONFIDENCE", "BoxStats", "Group", "PlotData", "box_stats", "check_run_dir", "is_flag",
@@ -45,7 +45,7 @@ class BoxStats:
 
 def box_stats(label: str, values: Sequence[float], metric: str | None = None) -> BoxStats:
     """n, mean, median and the 95% t-interval of one box's values, clipped to ``metric``'s catalog
-    bounds (ragscale.report.stats.mean_interval)."""
+    bounds (ragscale.stats.intervals.mean_interval)."""
     import numpy as np
 
     n = len(values)

@@ -4,7 +4,7 @@ significance.csv and the leaderboard's "Significance" section (docs/statistics.m
 For every pair of models (each model against the leader when there are more than
 ``all_pairs_max_models``), per compared metric (the leaderboard's: the headline, an H-Mean's
 components, AnsAcc), over the tasks both models answered: the mean difference with its BCa
-bootstrap interval and a sign-flip permutation p-value (:mod:`ragscale.report.significance_stats`),
+bootstrap interval and a sign-flip permutation p-value (:mod:`ragscale.stats.paired`),
 the p-values of a metric adjusted together (Holm by default). Records are paired by task
 (:func:`task_key`); a model's records of one task (repeated runs) are averaged first; errored
 records, nulls and records without a task key are left out.
@@ -21,8 +21,10 @@ import numpy as np
 
 from ragscale.errors import UserError
 from ragscale.io.identity import task_key
+from ragscale.report.headline import candidates, headline, higher_is_better
+from ragscale.report.ranking import ANS_ACC, breakdown_metrics, standings
 from ragscale.report.safe import console_name, visible
-from ragscale.report.significance_stats import CORRECTIONS, adjust, paired_tests
+from ragscale.stats.paired import CORRECTIONS, adjust, paired_tests
 
 METHOD = "paired bootstrap (BCa) + paired permutation test"
 FEW_TASKS = 10  # below this many paired tasks a comparison carries a note
@@ -58,8 +60,6 @@ def check_settings(s: Any, prefix: str = "significance.") -> None:
 def compared_metrics(run_metrics: Sequence[str], head: str | None = None) -> list[str]:
     """The leaderboard's breakdown metrics of a run with these metrics and this headline (default: its
     first headline; headline first), and AnsAcc (left out later when no record has it)."""
-    from ragscale.report.leaderboard import ANS_ACC, breakdown_metrics, headline
-
     summary = {"metrics": list(run_metrics), "models": {}}
     return breakdown_metrics(summary, head or headline(summary)) + [ANS_ACC]
 
@@ -68,8 +68,6 @@ def collected_metrics(run_metrics: Sequence[str]) -> list[str]:
     """What the report pass collects for significance: the compared metrics of the first 4 headline
     candidates (ragscale.report.headline: MT-RAG's four headlines), so that the comparisons follow
     the ranking when it falls back; memory stays a few numbers per record."""
-    from ragscale.report.headline import candidates
-
     heads = candidates({"metrics": list(run_metrics), "models": {}})[:4] or [None]
     return list(dict.fromkeys(m for head in heads for m in compared_metrics(run_metrics, head)))
 
@@ -88,7 +86,6 @@ class PairedValues:
     def add(self, rec: dict, model: str | None = None) -> None:
         """One record (``model``: its name here, default its model_id)."""
         from ragscale.metrics.registry import record_scalar
-        from ragscale.report.leaderboard import ANS_ACC
         from ragscale.report.summary import answerability_correct
         from ragscale.record import answerability_of
 
@@ -180,8 +177,6 @@ def decide(metric: str, entries: list[dict], settings: Any) -> None:
     """Adjust the tested entries' p-values of one metric together (``settings.correction``) and set
     ``p_adjusted``, ``significant`` (adjusted p <= ``settings.alpha``) and ``better`` (the model the
     metric's direction favours)."""
-    from ragscale.report.leaderboard import higher_is_better
-
     tested = [e for e in entries if e["p"] is not None]
     up = higher_is_better(metric)
     for e, q in zip(tested, adjust([e["p"] for e in tested], settings.correction)):
@@ -216,8 +211,6 @@ def for_summary(summary: dict, values: PairedValues, settings: Any) -> dict | No
     """The block for a run's summary: the models with a scored record, in the leaderboard's order, on
     the compared metrics of the headline it ranks by (a model with no scored record has nothing to
     compare)."""
-    from ragscale.report.leaderboard import headline, standings
-
     order = [model for _, model, d in standings(summary) if d["count"] > d["errors"]]
     return compare(order, values, settings, compared_metrics(summary["metrics"], headline(summary)))
 

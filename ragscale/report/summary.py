@@ -38,7 +38,7 @@ from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
 from ragscale.record import answer_of, answerability_of, inputs_of, is_unreadable, judge_error_kind
 from ragscale.report.safe import console_name, csv_writer
-from ragscale.report.stats import ExactSum
+from ragscale.stats.intervals import ExactSum
 
 ALL = "ALL"
 UNKNOWN = "UNKNOWN"  # the answerability class of a record without one

@@ -1,5 +1,5 @@
-"""How the HTML report writes the run's values as text (package-private helpers of
-:mod:`ragscale.report.html` and its section builders): truncated texts, metric values, and
+"""How the reports write the run's values as text: a metric's value with its catalog decimals (the
+leaderboard, the significance and calibration wording), truncated texts, the HTML tables' values, and
 bounded copies of JSON values (judge details, errors)."""
 
 from __future__ import annotations
@@ -7,6 +7,27 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
+
+from ragscale.metrics.registry import lookup
+
+NONE = "–"  # a missing value in the leaderboard's and the inference sections' cells
+
+
+def metric_value(metric: str, v: float | None) -> str:
+    """``v`` with ``metric``'s catalog decimals (4 for a metric the catalog does not know); NONE for None."""
+    if v is None:
+        return NONE
+    spec = lookup(metric)
+    return f"{v:.{spec.decimals if spec is not None else 4}f}"
+
+
+def with_interval(metric: str, e: dict | None) -> str:
+    """An estimate ``{"mean", "ci": [low, high]}`` as ``mean [low, high]`` in the metric's decimals; NONE
+    for none."""
+    if not e:
+        return NONE
+    lo, hi = e["ci"]
+    return f"{metric_value(metric, e['mean'])} [{metric_value(metric, lo)}, {metric_value(metric, hi)}]"
 
 
 def trunc(text: str, limit: int) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ragscale.report.stats import rng_arg
+from ragscale.stats.intervals import rng_arg
 
 MAX_CATEGORIES = 10
 

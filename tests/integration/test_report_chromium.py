@@ -26,7 +26,7 @@ import pytest
 from conftest import unavailable
 from ragscale.metrics.registry import lookup
 from ragscale.report.html import write_report
-from ragscale.report.leaderboard import _fmt
+from ragscale.report.text import metric_value as _fmt
 from ragscale.report.summary import finalize
 
 pytestmark = pytest.mark.integration

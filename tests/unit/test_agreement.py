@@ -20,7 +20,7 @@ from conftest import ROOT, reference_source
 from ragscale.agree import main
 from ragscale.errors import UserError
 from ragscale.report import agreement as ag
-from ragscale.report.stats import rng_arg
+from ragscale.stats.intervals import rng_arg
 
 DATA = [
     ([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]),

@@ -2,7 +2,7 @@
 function) and on what importing the pure modules loads.
 
 record/metrics/judges/io: pure (no Ray, torch, vLLM or transformers; no pipeline, report,
-actors); actors/ (workers): no pipeline, no report, no Ray; pipeline/: no report; report/:
+actors); stats/: pure and reads no records (numbers in, numbers out); actors/ (workers): no pipeline, no report, no Ray; pipeline/: no report; report/:
 no pipeline, actors, Ray or torch. Only cli/api/plan/runner know everything.
 """
 
@@ -25,6 +25,7 @@ RULES = {
     "metrics": ("ray", "vllm", "llama_cpp", "ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "judges": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "io": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
+    "stats": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors", "ragscale.io", "ragscale.judges"),
     "actors": ("ray", "ragscale.pipeline", "ragscale.report"),
     "pipeline": ("ragscale.report",),
     "report": ("ray", "torch", "vllm", "llama_cpp", "ragscale.pipeline", "ragscale.actors"),
@@ -83,8 +84,111 @@ def test_no_top_level_actors_or_conf_package():
 def test_importing_the_pure_layers_loads_no_heavy_module():
     code = ("import sys, ragscale, ragscale.record, ragscale.metrics.registry, ragscale.metrics.lexical, "
             "ragscale.metrics.bertscore, ragscale.judges, ragscale.io.inputs, ragscale.io.output, "
-            "ragscale.io.frames, ragscale.report.summary, ragscale.report.leaderboard, ragscale.pipeline.graph, "
+            "ragscale.io.frames, ragscale.stats.intervals, ragscale.stats.paired, ragscale.report.summary, ragscale.report.leaderboard, ragscale.pipeline.graph, "
             "ragscale.pipeline.stages, ragscale.plan, ragscale.cli;"
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# --- the layout explains itself (issue 34): no import cycle, no private name imported across modules,
+# no module over MAX_LINES lines. Imports inside functions count: a lazy import hides a cycle from the
+# interpreter, not from a reader.
+MAX_LINES = 400
+
+
+def module_names() -> dict[str, str]:
+    """Dotted module name -> file, for every module of the package (a package is its __init__)."""
+    out = {}
+    for path in files_of("."):
+        dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+        out[dotted.removesuffix(".__init__")] = path
+    return out
+
+
+def edges() -> tuple[dict[str, set[str]], list[str]]:
+    """The package's import graph (module -> modules it imports) and each import of a private name
+    (a leading underscore, not a dunder) from another module, as 'file:line imports module.name'."""
+    mods = module_names()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    private = []
+    for mod, path in mods.items():
+        base = mod.split(".") if path.endswith("__init__.py") else mod.split(".")[:-1]
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+            if isinstance(node, ast.Import):
+                graph[mod] |= {a.name for a in node.names if a.name in mods} - {mod}
+            elif isinstance(node, ast.ImportFrom):
+                target = node.module or ""
+                if node.level:
+                    target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+                for alias in node.names:
+                    if f"{target}.{alias.name}" in mods:
+                        graph[mod].add(f"{target}.{alias.name}")
+                    elif target in mods and target != mod:
+                        graph[mod].add(target)
+                        if alias.name.startswith("_") and not alias.name.startswith("__"):
+                            private.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} imports {target}.{alias.name}")
+            graph[mod].discard(mod)
+    return graph, private
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of two or more modules (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    top = stack.pop()
+                    on.discard(top)
+                    comp.append(top)
+                    if top == node:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle_through_three_modules():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_counting_imports_inside_functions():
+    found = cycles(edges()[0])
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_no_private_name_is_imported_across_modules():
+    private = edges()[1]
+    assert not private, "\n".join(private)
+
+
+def test_no_module_is_over_the_line_limit():
+    sizes = {os.path.relpath(p, ROOT): sum(1 for _ in open(p, encoding="utf-8")) for p in files_of(".")}
+    assert sorted(f"{p} ({n})" for p, n in sizes.items() if n > MAX_LINES) == []

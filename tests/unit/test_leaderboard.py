@@ -6,7 +6,9 @@ import os
 
 import pytest
 
+from ragscale.report import headline as hd
 from ragscale.report import leaderboard as lb
+from ragscale.report import ranking as rk
 from ragscale.report.summary import finalize, turn_bucket
 
 MTRAG = ["Recall", "RB_agg", "RB_agg_zero_denominator", "idk_eval", "RL_F", "RB_llm", "RB_agg_idk", "RB_llm_idk",
@@ -93,23 +95,23 @@ def test_headline_falls_back_to_hmean_then_first_metric():
     def summ(metrics, values):
         return {"metrics": metrics, "models": {m: {"metrics": v} for m, v in values.items()}}
 
-    assert lb.headline(summ(["RB_agg", "HMean"], {})) == "HMean"
-    assert lb.headline(summ(["Recall", "RB_agg", "RB_agg_idk", "RL_F"], {})) == "RB_agg_idk"
-    assert lb.headline(summ(["Recall", "RB_agg", "RL_F"], {})) == "RB_agg"
-    assert lb.headline(summ(["Length", "RB_agg_zero_denominator", "umbrela_scores", "umbrela_mean", "MRR"], {})) \
+    assert hd.headline(summ(["RB_agg", "HMean"], {})) == "HMean"
+    assert hd.headline(summ(["Recall", "RB_agg", "RB_agg_idk", "RL_F"], {})) == "RB_agg_idk"
+    assert hd.headline(summ(["Recall", "RB_agg", "RL_F"], {})) == "RB_agg"
+    assert hd.headline(summ(["Length", "RB_agg_zero_denominator", "umbrela_scores", "umbrela_mean", "MRR"], {})) \
         == "umbrela_mean"
-    assert lb.headline(summ(["Length"], {})) == "Length"
-    assert lb.headline(summ([], {})) is None
+    assert hd.headline(summ(["Length"], {})) == "Length"
+    assert hd.headline(summ([], {})) is None
 
 
 def test_ranking_ties_missing_values_and_lower_is_better():
     s = {"metrics": ["exact_match"], "models": {
         "a": {"metrics": {"exact_match": 0.5}}, "b": {"metrics": {"exact_match": None}},
         "c": {"metrics": {"exact_match": 0.9}}, "d": {"metrics": {"exact_match": 0.5}}}}
-    assert [(r, m) for r, m, _ in lb.ranked(s, "exact_match")] == [(1, "c"), (2, "a"), (2, "d"), (None, "b")]
+    assert [(r, m) for r, m, _ in rk.ranked(s, "exact_match")] == [(1, "c"), (2, "a"), (2, "d"), (None, "b")]
     s["models"]["a"]["metrics"]["UnsafeContentRate"] = 0.4
     s["models"]["c"]["metrics"]["UnsafeContentRate"] = 0.1
-    assert [m for _, m, _ in lb.ranked(s, "UnsafeContentRate")][:2] == ["c", "a"]
+    assert [m for _, m, _ in rk.ranked(s, "UnsafeContentRate")][:2] == ["c", "a"]
 
 
 def test_no_turn_and_no_answerability_omit_those_columns(tmp_path):

@@ -5,6 +5,7 @@ columns, the end-of-run lines, the ranking and the calibrated comparisons' secti
 import copy
 
 from ragscale.report import leaderboard as lb
+from ragscale.report import ranking as rk
 
 def calibrated_summary():
     """Three models: the judge ranks alpha first, the calibrated means beta; gamma has too few labels."""
@@ -52,15 +53,15 @@ def test_model_lines_exactly():
 
 def test_ranking_follows_the_calibrated_means():
     s = calibrated_summary()
-    assert lb.ranking(s) == ("RB_agg", True)
-    assert [(r, m) for r, m, _ in lb.standings(s)] == [(1, "beta"), (2, "alpha"), (None, "gamma")]
-    assert [(r, m) for r, m, _ in lb.ranked(s, "RB_agg")] == [(1, "alpha"), (2, "gamma"), (3, "beta")]
-    assert lb.calibrated_mean(s, "RB_agg", "alpha") == 0.35
-    assert lb.calibrated_mean(s, "RB_agg", "gamma") is None
-    assert lb.calibrated_mean(s, "other", "alpha") is None
+    assert rk.ranking(s) == ("RB_agg", True)
+    assert [(r, m) for r, m, _ in rk.standings(s)] == [(1, "beta"), (2, "alpha"), (None, "gamma")]
+    assert [(r, m) for r, m, _ in rk.ranked(s, "RB_agg")] == [(1, "alpha"), (2, "gamma"), (3, "beta")]
+    assert rk.calibrated_mean(s, "RB_agg", "alpha") == 0.35
+    assert rk.calibrated_mean(s, "RB_agg", "gamma") is None
+    assert rk.calibrated_mean(s, "other", "alpha") is None
     s["calibration"]["metrics"]["RB_agg"]["models"]["alpha"]["calibrated"]["mean"] = True  # not a number
-    assert lb.calibrated_mean(s, "RB_agg", "alpha") is None
-    assert lb.calibrated_mean({"calibration": None}, "RB_agg", "alpha") is None
+    assert rk.calibrated_mean(s, "RB_agg", "alpha") is None
+    assert rk.calibrated_mean({"calibration": None}, "RB_agg", "alpha") is None
 
 
 def test_uncalibrated_summaries_rank_by_the_headline():
@@ -68,11 +69,11 @@ def test_uncalibrated_summaries_rank_by_the_headline():
     for block in (None, {}, {"ranked_by": None}, {"ranked_by": ""}, "text"):
         t = copy.deepcopy(s)
         t["calibration"] = block
-        assert lb.ranking(t) == ("RB_agg", False)
-        assert [m for _, m, _ in lb.standings(t)] == ["alpha", "gamma", "beta"]
+        assert rk.ranking(t) == ("RB_agg", False)
+        assert [m for _, m, _ in rk.standings(t)] == ["alpha", "gamma", "beta"]
         assert lb.calibrated_comparisons(t) == {}
     del s["calibration"]
-    assert lb.ranking(s) == ("RB_agg", False) and lb.calibrated_comparisons(s) == {}
+    assert rk.ranking(s) == ("RB_agg", False) and lb.calibrated_comparisons(s) == {}
     assert "calibrated" not in lb.format_markdown(s) and "calibrated_RB_agg" not in lb.csv_rows(s)[0]
 
 
@@ -108,5 +109,5 @@ def test_models_without_calibration_breakdown_cells_and_both_significance_sectio
 
 
 def test_non_dict_summaries_have_no_calibration():
-    assert lb.calibrated_mean(None, "RB_agg", "alpha") is None
+    assert rk.calibrated_mean(None, "RB_agg", "alpha") is None
     assert lb.calibrated_comparisons(None) == {} and lb.calibrated_comparisons([]) == {}

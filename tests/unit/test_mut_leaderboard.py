@@ -14,7 +14,9 @@ import sys
 import pytest
 
 import ragscale
+from ragscale.report import headline as hd
 from ragscale.report import leaderboard as lb
+from ragscale.report import ranking as rk
 from ragscale.report import significance as sig
 
 
@@ -202,51 +204,51 @@ def test_md_table_alignment_and_pipe_escaping():
 def test_answerability_columns_put_other_classes_before_unknown():
     s = {"models": {"a": {"by_answerability": {"UNKNOWN": {}, "ZETA": {}, "ANSWERABLE": {}, "BETA": {}}},
                     "b": {"by_answerability": {"PARTIAL": {}}}}}
-    assert [key for _, key, _ in lb.cells(s)] == ["ALL", "ANSWERABLE", "PARTIAL", "BETA", "ZETA", "UNKNOWN"]
+    assert [key for _, key, _ in rk.cells(s)] == ["ALL", "ANSWERABLE", "PARTIAL", "BETA", "ZETA", "UNKNOWN"]
     only_unknown = {"models": {"a": {"by_answerability": {"UNKNOWN": {}}, "by_turn": {">1": {}}}}}
-    assert lb.cells(only_unknown) == [("all", "ALL", "All"), ("turn", ">1", "Turn >1")]
+    assert rk.cells(only_unknown) == [("all", "ALL", "All"), ("turn", ">1", "Turn >1")]
 
 
 def test_breakdown_of_plain_hmean_lists_its_components():
     s = {"metrics": ["HMean", "RB_agg", "RL_F", "RB_llm"], "models": {}}
-    assert lb.breakdown_metrics(s, "HMean") == ["HMean", "RL_F", "RB_llm", "RB_agg"]
-    assert lb.breakdown_metrics(s, "RB_agg") == ["RB_agg"]
+    assert rk.breakdown_metrics(s, "HMean") == ["HMean", "RL_F", "RB_llm", "RB_agg"]
+    assert rk.breakdown_metrics(s, "RB_agg") == ["RB_agg"]
 
 
 def test_breakdown_without_headline_is_empty():
-    assert lb.breakdown_metrics({"metrics": [], "models": {}}, None) == []
-    assert lb.breakdown_metrics({"metrics": [], "models": {"m": {"answerability_n": 2}}}, None) == ["AnsAcc"]
+    assert rk.breakdown_metrics({"metrics": [], "models": {}}, None) == []
+    assert rk.breakdown_metrics({"metrics": [], "models": {"m": {"answerability_n": 2}}}, None) == ["AnsAcc"]
 
 
 def test_mean_and_n_default_to_zero_records():
-    assert lb._mean_n({"metrics": {}, "n": {}}, "RB_agg") == (None, 0)
-    assert lb._mean_n({"metrics": {}, "n": {}}, "AnsAcc") == (None, 0)
-    assert lb._mean_n({"answerability_accuracy": 0.5, "answerability_n": 4}, "AnsAcc") == (0.5, 4)
-    assert lb._mean_n(None, "RB_agg") == (None, 0)
+    assert rk.mean_n({"metrics": {}, "n": {}}, "RB_agg") == (None, 0)
+    assert rk.mean_n({"metrics": {}, "n": {}}, "AnsAcc") == (None, 0)
+    assert rk.mean_n({"answerability_accuracy": 0.5, "answerability_n": 4}, "AnsAcc") == (0.5, 4)
+    assert rk.mean_n(None, "RB_agg") == (None, 0)
 
 
 # ---------------------------------------------------------------- direction and ranking
 
 
 def test_direction_of_undeclared_and_missing_metrics_is_higher_first():
-    assert lb.higher_is_better(None) is True
-    assert lb.higher_is_better("my_own_metric") is True
-    assert lb.higher_is_better("UnsafeContentRate") is False
-    assert lb.higher_is_better("Length") is None
+    assert hd.higher_is_better(None) is True
+    assert hd.higher_is_better("my_own_metric") is True
+    assert hd.higher_is_better("UnsafeContentRate") is False
+    assert hd.higher_is_better("Length") is None
 
 
 def test_ranking_treats_zero_as_a_value():
     """A mean of 0.0 is the lowest value, not missing (higher is better: last among the ranked)."""
     s = {"models": {"a": {"metrics": {"x": 0.0}}, "b": {"metrics": {"x": 0.5}}, "c": {"metrics": {"x": None}}}}
-    assert [(r, m) for r, m, _ in lb.ranked(s, "x")] == [(1, "b"), (2, "a"), (None, "c")]
+    assert [(r, m) for r, m, _ in rk.ranked(s, "x")] == [(1, "b"), (2, "a"), (None, "c")]
     s["models"]["b"]["metrics"]["x"] = -0.5
-    assert [(r, m) for r, m, _ in lb.ranked(s, "x")] == [(1, "a"), (2, "b"), (None, "c")]
+    assert [(r, m) for r, m, _ in rk.ranked(s, "x")] == [(1, "a"), (2, "b"), (None, "c")]
 
 
 def test_ranking_keeps_every_model_without_a_value():
     s = {"models": {"z": {"metrics": {}}, "y": {"metrics": {"x": None}}, "a": {"metrics": {"x": 0.3}}}}
-    assert [(r, m) for r, m, _ in lb.ranked(s, "x")] == [(1, "a"), (None, "y"), (None, "z")]
-    assert [(r, m) for r, m, _ in lb.ranked(s, None)] == [(None, "a"), (None, "y"), (None, "z")]
+    assert [(r, m) for r, m, _ in rk.ranked(s, "x")] == [(1, "a"), (None, "y"), (None, "z")]
+    assert [(r, m) for r, m, _ in rk.ranked(s, None)] == [(None, "a"), (None, "y"), (None, "z")]
 
 
 # ---------------------------------------------------------------- CSV

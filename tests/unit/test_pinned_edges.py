@@ -15,7 +15,7 @@ from ragscale.io.output import STATE, RecordKeys, finished_keys, prepare
 from ragscale.metrics.aggregate import rb_agg
 from ragscale.pipeline.stage import ROW_SCHEMA
 from ragscale.pipeline.stages import derive
-from ragscale.report.leaderboard import ranked
+from ragscale.report.ranking import ranked
 
 
 # -- resume keys ----------------------------------------------------------------------------

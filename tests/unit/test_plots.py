@@ -226,8 +226,9 @@ def test_cli_subprocess_no_traceback(tmp_path):
 
 def test_report_streams_bounded_and_escapes(tmp_path, monkeypatch):
     from ragscale.report import html as report
+    from ragscale.report import html_scan
 
-    monkeypatch.setattr(report, "RESERVOIR", 500)
+    monkeypatch.setattr(html_scan, "RESERVOIR", 500)
     run = make_run(str(tmp_path / "run"), 3000, 3, errors=2)
     with open(os.path.join(run, "records.jsonl"), "a") as fh:
         fh.write(json.dumps({"query": "<script>alert(1)</script>", "generated_answer": "<img src=x onerror=alert(2)>",
@@ -240,13 +241,13 @@ def test_report_streams_bounded_and_escapes(tmp_path, monkeypatch):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
     # the lowest hhem is the injected record, and each worst list holds 3 records
-    scan = report._Scan(plots.read_json(os.path.join(run, "summary.json"))["metrics"], 3)
+    scan = html_scan.Scan(plots.read_json(os.path.join(run, "summary.json"))["metrics"], 3)
     scan.run(os.path.join(run, "records.jsonl"))
     worst = scan.worst["hhem"].items()
     assert len(worst) == 3 and worst[0][0] == -1.0 and worst[0][1]["record"] == "evil"
     assert [v for v, _ in worst] == sorted(values_of(run, "hhem"))[:3]
     d = scan.dists["hhem"]["alpha-rag"]
-    assert len(d.sample) == report.RESERVOIR and d.n == 1501 and not d.exact
+    assert len(d.sample) == html_scan.RESERVOIR and d.n == 1501 and not d.exact
     assert d.mean == pytest.approx(sum(values_of(run, "hhem", "alpha-rag")) / 1501)
     assert "zero_flag" in scan.flags and "zero_flag" not in scan.worst
 

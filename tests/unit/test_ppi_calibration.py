@@ -13,7 +13,10 @@ import pytest
 from ragscale.config import CalibrationConf, SignificanceConf
 from ragscale.errors import UserError
 from ragscale.report import calibration as cal
-from ragscale.report.leaderboard import format_markdown, ranking, standings
+from ragscale.report import calibration_settings as cs
+from ragscale.report.leaderboard import format_markdown
+from ragscale.report.ranking import ranking, standings
+from ragscale.stats import ppi
 
 pytestmark = pytest.mark.usefixtures("needs_ppi")
 
@@ -26,7 +29,7 @@ def test_calibrated_estimate_is_the_power_tuned_ppi_formula():
     y = rng.random(60)
     yhat = 0.5 * y + 0.3 + rng.normal(0, 0.1, 60)
     yu = 0.5 * rng.random(500) + 0.3 + rng.normal(0, 0.1, 500)
-    e = cal.estimate(y, yhat, yu)
+    e = ppi.estimate(y, yhat, yu)
     lam = e["calibrated"]["lambda"]
     assert 0 < lam <= 1
     assert e["calibrated"]["mean"] == pytest.approx(lam * yu.mean() + (y - lam * yhat).mean(), abs=1e-12)
@@ -40,10 +43,10 @@ def test_calibrated_estimate_is_the_power_tuned_ppi_formula():
 def test_a_perfect_judge_narrows_and_a_useless_one_is_ignored():
     rng = np.random.default_rng(4)
     y, yu = rng.random(100), rng.random(2000)
-    perfect = cal.estimate(y, y, yu)
+    perfect = ppi.estimate(y, y, yu)
     width = {k: np.diff(perfect[k]["ci"])[0] for k in ("human_only", "calibrated")}
     assert width["calibrated"] < 0.5 * width["human_only"]
-    noise = cal.estimate(y, rng.random(100), rng.random(2000))
+    noise = ppi.estimate(y, rng.random(100), rng.random(2000))
     assert noise["calibrated"]["lambda"] < 0.3
     assert np.diff(noise["calibrated"]["ci"])[0] < 1.1 * np.diff(noise["human_only"]["ci"])[0]
 
@@ -51,7 +54,7 @@ def test_a_perfect_judge_narrows_and_a_useless_one_is_ignored():
 def test_every_record_labelled_or_a_constant_judge_gives_the_human_mean():
     y = np.array([1.0, 0.0, 1.0, 1.0])
     for yu in (np.empty(0), np.full(3, 0.5)):
-        e = cal.estimate(y, np.full(4, 0.5), yu)
+        e = ppi.estimate(y, np.full(4, 0.5), yu)
         assert e["calibrated"]["mean"] == e["human_only"]["mean"] == 0.75
         assert e["calibrated"]["ci"] == e["human_only"]["ci"] and e["calibrated"]["lambda"] == 0.0
 
@@ -66,7 +69,7 @@ def test_simulation_coverage_and_width():
     for _ in range(reps):
         y = rng.binomial(1, truth, big + n).astype(float)
         yhat = np.clip(0.7 * y + 0.25 + rng.normal(0, 0.15, big + n), 0, 1)  # biased upwards, noisy
-        e = cal.estimate(y[:n], yhat[:n], yhat[n:])
+        e = ppi.estimate(y[:n], yhat[:n], yhat[n:])
         for k in covered:
             lo, hi = e[k]["ci"]
             covered[k] += lo <= truth <= hi
@@ -82,9 +85,9 @@ def test_difference_is_ppi_on_the_paired_difference():
     d = rng.normal(0.3, 0.2, 40)
     dhat = d + rng.normal(0.1, 0.05, 40)
     du = rng.normal(0.4, 0.2, 400)
-    est, ci, p = cal.difference(d, dhat, du, 0.95)
+    est, ci, p = ppi.difference(d, dhat, du, 0.95)
     assert ci[0] < est < ci[1] and p < 0.001
-    est0, ci0, p0 = cal.difference(np.zeros(30), np.full(30, 0.1), np.empty(0), 0.95)
+    est0, ci0, p0 = ppi.difference(np.zeros(30), np.full(30, 0.1), np.empty(0), 0.95)
     assert (est0, ci0, p0) == (0.0, [0.0, 0.0], 1.0)
 
 
@@ -92,7 +95,7 @@ def test_difference_is_ppi_on_the_paired_difference():
 
 
 def test_scale_maps():
-    maps = cal.parse_maps(["faithfulness=1..4:0..1", "grade=yes:1,no:0", "stars=1:0,2:0.5,3:1"])
+    maps = cs.parse_maps(["faithfulness=1..4:0..1", "grade=yes:1,no:0", "stars=1:0,2:0.5,3:1"])
     f = maps["faithfulness"]
     assert (f(1), f(4), f(2.5)) == (0.0, 1.0, 0.5)
     assert (maps["grade"](1.0), maps["grade"](0.0)) == (1.0, 0.0)
@@ -111,7 +114,7 @@ def test_scale_maps():
 ])
 def test_bad_scale_maps(spec, message):
     with pytest.raises(UserError, match=message):
-        cal.parse_maps([spec])
+        cs.parse_maps([spec])
 
 
 @pytest.mark.parametrize("key, value, message", [
@@ -121,7 +124,7 @@ def test_bad_scale_maps(spec, message):
 ])
 def test_bad_settings(key, value, message):
     with pytest.raises(UserError, match=f"calibration.{message}"):
-        cal.check_settings(CalibrationConf(**{key: value}))
+        cs.check_settings(CalibrationConf(**{key: value}))
 
 
 def test_missing_labels_file_fails_before_the_run(tmp_path):
@@ -185,7 +188,7 @@ def test_block_matches_the_estimator_and_ranks_by_the_calibrated_mean(tmp_path):
         lab = [(labels[(model, r["task_id"])], r["metrics"]["RL_F"][0]) for r in mine
                if (model, r["task_id"]) in labels]
         rest = [r["metrics"]["RL_F"][0] for r in mine if (model, r["task_id"]) not in labels]
-        want = cal.estimate(np.array([a for a, _ in lab]), np.array([b for _, b in lab]), np.array(rest))
+        want = ppi.estimate(np.array([a for a, _ in lab]), np.array([b for _, b in lab]), np.array(rest))
         got = block["metrics"]["RL_F"]["models"][model]
         assert (got["n_labeled"], got["n_records"]) == (30, 60) and got["message"] is None
         for k in ("naive", "human_only", "calibrated"):

@@ -16,10 +16,11 @@ import pytest
 from ragscale.report.calibration import _within
 from ragscale.report.html import HtmlSink
 from ragscale.report.html_svg import dist_chart
-from ragscale.report.leaderboard import fallback_lines, format_markdown, headline, model_lines
+from ragscale.report.headline import headline
+from ragscale.report.leaderboard import fallback_lines, format_markdown, model_lines
 from ragscale.report.plots import box_stats, mean_ci
 from ragscale.report.significance import significant_lines
-from ragscale.report.stats import mean_interval
+from ragscale.stats.intervals import mean_interval
 from ragscale.report.summary import finalize
 from ragscale.report.wording import own_values
 from ragscale.runner import _print_end
@@ -70,9 +71,9 @@ def test_no_interval_of_the_report_leaves_the_range(tmp_path):
 
 
 def test_the_svg_interval_stays_on_the_axis():
-    from ragscale.report.html import _Dist
+    from ragscale.report.html_scan import Dist
 
-    d = _Dist(seed=0)
+    d = Dist(seed=0)
     for v in N3:
         d.add(v)
     row = dist_chart("RL_F", [("m1", "#000", d)])["rows"][0]

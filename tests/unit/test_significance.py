@@ -12,10 +12,11 @@ from scipy import stats
 
 from ragscale.config import SignificanceConf
 from ragscale.errors import UserError
+from ragscale.report import headline as hd
 from ragscale.report import leaderboard as lb
 from ragscale.report import significance as sig
-from ragscale.report import significance_stats as st
-from ragscale.report.stats import rng_arg
+from ragscale.stats import paired as st
+from ragscale.stats.intervals import rng_arg
 from ragscale.report.summary import SummarySink
 
 BLOCK_KEYS = ["method", "confidence", "alpha", "correction", "design", "resamples", "metrics"]
@@ -161,7 +162,7 @@ def test_lower_is_better_and_deterministic():
     low = rng.uniform(0, 0.3, 100)
     scores = {"careful": low, "sloppy": low + 0.2}
     pv = values_of(scores, "UnsupportedClaimRate")
-    assert lb.higher_is_better("UnsupportedClaimRate") is False
+    assert hd.higher_is_better("UnsupportedClaimRate") is False
     a = sig.compare(["careful", "sloppy"], pv, settings(resamples=500))
     assert a["metrics"]["UnsupportedClaimRate"][0]["better"] == "careful"
     assert a == sig.compare(["careful", "sloppy"], pv, settings(resamples=500))  # seeded
