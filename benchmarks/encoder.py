@@ -131,7 +131,7 @@ def main(args: argparse.Namespace) -> dict:
     import torch
     import transformers
 
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     if not os.path.exists(args.input):
         raise SystemExit(f"benchmark input not found: {args.input} (needs ../shared/data)")

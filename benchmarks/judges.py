@@ -69,7 +69,7 @@ MORE_JUDGES = ["ragas_context_precision", "ragas_context_recall", "ragas_answer_
 
 def load_rows(path: str, n: int) -> list[dict]:
     from ragscale.io.inputs import resolve_inputs, scan
-    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 
     files = resolve_inputs(path)
     rows = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:n]), files=files, metrics=["Recall"])

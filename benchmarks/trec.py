@@ -39,7 +39,7 @@ JUDGE_NAMES = ["umbrela", "nuggets", "citation", "no_answer"]
 def load_rows(path: str, n: int) -> list[dict]:
     """The first ``n`` valid records of an open-rag-eval CSV (or MT-RAG JSONL) as pipeline rows."""
     from ragscale.io.inputs import materialize_csv, resolve_inputs, scan
-    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 
     files = materialize_csv(resolve_inputs(path), tempfile.mkdtemp(prefix="ragscale-bench-"))
     table = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))), files=files, metrics=["umbrela_mean"])

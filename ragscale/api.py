@@ -1,6 +1,6 @@
 """The Python API: ``ragscale.evaluate(data, scenario=..., overrides=[...]) -> Run`` and
 ``ragscale.load(run_dir) -> Run``. The ``ragscale`` command is a thin layer over the same
-runner; a Run reads what a run wrote (records.parquet, summary.json, run.json).
+driver (ragscale.driver); a Run reads what a run wrote (records.parquet, summary.json, run.json).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def evaluate(data: Any = None, metrics: str | Sequence[str] | None = None, *, sc
     from ragscale.io.lock import OutputDirLock
     from ragscale.overrides import explain
     from ragscale.plan import compose
-    from ragscale.runner import execute
+    from ragscale.driver import execute
     from ragscale.secrets import check_config, refuse_secrets
 
     refuse_secrets(overrides, where="in overrides")

@@ -1,7 +1,7 @@
 """ragscale's cache folder: what runs reuse across runs and folders.
 
 It holds the judge cache (``judge.sqlite``: ragscale/config.py ``JudgeConf.cache_path``) and the
-requantized judge models (``gguf/``: ragscale.models.gguf_cache_dir), so that runs started from
+requantized judge models (``gguf/``: ragscale.weights.gguf_cache_dir), so that runs started from
 different folders share them. The folder follows the platform's convention for per-user caches
 (as platformdirs' ``user_cache_dir("ragscale", appauthor=False)``): ``$XDG_CACHE_HOME/ragscale``
 or ``~/.cache/ragscale`` on Linux, ``~/Library/Caches/ragscale`` on macOS,

@@ -1,6 +1,6 @@
 """The ``ragscale`` command: ``run`` (Hydra overrides, ``-m`` for sweeps), ``scenarios``,
 ``metrics``, ``plot``, ``report``, ``agree``, ``compare``, ``calibrate``, ``prompts``. A thin layer
-over ragscale.runner / ragscale.report: every subcommand is also ``python -m ragscale.<name>``.
+over ragscale.driver / ragscale.report: every subcommand is also ``python -m ragscale.<name>``.
 
 The overrides are checked before Hydra sees them (ragscale.overrides): secrets refused in every
 mode, and a bad override is one line in the user's words (exit code 2) for a single run and for
@@ -155,7 +155,7 @@ def _job(cfg: Any, prog: str) -> int:
     from omegaconf import open_dict
 
     from ragscale.exitcodes import INTERRUPTS
-    from ragscale.runner import execute
+    from ragscale.driver import execute
 
     hc = HydraConfig.get()
     if hc.mode == RunMode.MULTIRUN:
@@ -180,7 +180,7 @@ class _Stopped(BaseException):
 
 
 def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
-    """``ragscale run`` / ``python -m ragscale.run``: Hydra's command line over ragscale.runner.
+    """``ragscale run`` / ``python -m ragscale.run``: Hydra's command line over ragscale.driver.
     Returns 0 when every job scored every record, else the worst job's code (ragscale.exitcodes.worst)."""
     import hydra
 
@@ -236,12 +236,12 @@ def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
 
 def subcommands() -> dict[str, Callable[[Sequence[str]], int]]:
     """The ``ragscale`` subcommands by name (each takes its arguments, returns its exit code)."""
-    from ragscale import agree, calibrate, compare, plot, prompts
+    from ragscale import agree, calibrate, compare, dryrun, plot
     from ragscale.report import __main__ as report
 
     return {"run": run_main, "scenarios": scenarios_main, "metrics": metrics_main, "plot": plot.main,
             "report": report.main, "agree": agree.main, "compare": compare.main, "calibrate": calibrate.main,
-            "prompts": prompts.main}
+            "prompts": dryrun.main}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

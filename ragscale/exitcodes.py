@@ -1,5 +1,5 @@
 """The exit codes of ``ragscale run`` (and of every job of a ``-m`` sweep), defined once here:
-the runner returns them, the CLI exits with them, run.json's ``status`` names them, the console
+the driver returns them, the CLI exits with them, run.json's ``status`` names them, the console
 and report.html word them (:func:`outcome`), docs/exit-codes.md tabulates them. A CI job can
 trust them: 0 is returned only when every input record was scored.
 """

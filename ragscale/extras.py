@@ -4,7 +4,7 @@
 OpenAI-compatible server). Model-holding parts need an extra (pyproject.toml, docs/install.md):
 ``EXTRAS`` is the one table of them. ``check_extras`` (called by ragscale.plan.plan_run) refuses a
 run whose parts miss their imports in one line that names the extra, before Ray starts, instead of
-a worker's ImportError deep in a run; ragscale.models names the extra of a missing packaged model.
+a worker's ImportError deep in a run; ragscale.weights names the extra of a missing packaged model.
 Modules are looked up with ``importlib.util.find_spec``, never imported (no torch start-up cost).
 """
 
@@ -35,7 +35,7 @@ _TORCH = Extra("torch and transformers", ("torch", "transformers"), "models")
 
 # part -> what it needs. Parts: the pipeline stages that hold a model (ragscale.metrics.registry.STAGES),
 # the judge engines (ragscale.actors.engines.ENGINES; `openai` needs only the core's httpx), and the
-# packaged models of `package:<module>` specs (ragscale.models).
+# packaged models of `package:<module>` specs (ragscale.weights).
 EXTRAS: dict[str, Extra] = {
     "encoder": _TORCH,  # BERTScore P/R, BertKPrec, consistency, answer relevancy's embeddings
     "nli": _TORCH,  # HHEM

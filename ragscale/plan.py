@@ -27,7 +27,7 @@ SELECTED = "metrics"  # the scenario name of a run that chose its metrics by nam
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What a run does, decided once from the config (the runner only executes it)."""
+    """What a run does, decided once from the config (the driver only executes it)."""
 
     scenario: str
     steps: tuple[str, ...]
@@ -162,7 +162,7 @@ def _consistency_encoder(spec: str, run_encoder: dict) -> dict:
     from omegaconf import OmegaConf
 
     from ragscale.config import EncoderConf
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     enc_dir = os.path.join(CONF_DIR, "encoder")
     if os.path.isfile(os.path.join(enc_dir, f"{spec}.yaml")):

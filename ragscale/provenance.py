@@ -20,7 +20,7 @@ def redact(obj: Any) -> Any:
     key's or token's shape, a URL's ``user:password@`` or ``?api-key=``) replaced by ``***``: what
     run.json and the MLflow params (ragscale.tracking) show of a config. The runs that the command
     line, ``evaluate`` and ``ragscale prompts`` start never get here with a secret (they are
-    refused before anything is written): this is for a program that calls the runner itself.
+    refused before anything is written): this is for a program that calls the driver itself.
     A key that holds a secret's shape is redacted too; a tuple comes back as a list (as JSON writes it)."""
     if isinstance(obj, dict):
         return {redact(k) if isinstance(k, str) else k: ("***" if credential_name(k) and filled(v) else redact(v))
@@ -108,7 +108,7 @@ def models_info(plan: Any, cfg: Any) -> dict:
 
 def run_info(cfg: Any, plan: Any, *, t_start: float, failure: str | None, timings: dict, stats: dict,
              ray_info: dict, records: dict) -> dict:
-    """The content of run.json (without ``outputs``, which the runner adds once they are written)."""
+    """The content of run.json (without ``outputs``, which the driver adds once they are written)."""
     from omegaconf import OmegaConf
 
     return {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from ragscale.plan import compose, plan_run
-from ragscale.runner import execute
+from ragscale.driver import execute
 
 validate = plan_run  # the name of earlier releases
 

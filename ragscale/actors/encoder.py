@@ -25,7 +25,7 @@ def plan_encoder(conf: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[d
     checked on the driver before Ray starts (the model's folder resolved, never downloaded)."""
     from ragscale.actors._torch import pool_device
     from ragscale.errors import UserError
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     pool = cluster.get("encoder") or {}
     kwargs = {

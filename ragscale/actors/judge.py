@@ -155,7 +155,7 @@ class JudgeActor:
             self.cache = JudgeCache(cache_path)
 
     def make_engine(self, kwargs: Mapping[str, Any]) -> Any:
-        """The engine of ``kwargs`` (``resolve``'s output); the dry run (ragscale.prompts) records instead."""
+        """The engine of ``kwargs`` (``resolve``'s output); the dry run (ragscale.dryrun) records instead."""
         return build(kwargs)
 
     # -- the steps both paths share (judge_stream.Stream calls them too) ------------------------

@@ -13,7 +13,7 @@ output_dir is refused in one line naming the holder. A lock whose holder is gone
   that host's run is known dead.
 
 The lock is re-entrant within a thread (``ragscale run`` locks before Hydra writes ``.hydra/``, the
-runner locks again) and released on every exit path that runs Python's ``finally``.
+driver locks again) and released on every exit path that runs Python's ``finally``.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ class OutputDirLock:
 def planned_dir(cfg: Any) -> str | None:
     """The output_dir a composed config names, where Hydra will resolve it to the same path (not
     one made of the time, ``${now:...}``: the default's), so that ``ragscale run`` can lock it
-    before Hydra writes ``.hydra/`` there; None otherwise (the runner then locks it)."""
+    before Hydra writes ``.hydra/`` there; None otherwise (the driver then locks it)."""
     from omegaconf import OmegaConf
 
     try:

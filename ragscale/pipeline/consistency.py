@@ -1,6 +1,6 @@
 """Consistency across repeated runs of a query: a pass after the record pipeline.
 
-It needs every run of a query: the runner's one pass over the finished records.jsonl
+It needs every run of a query: the driver's one pass over the finished records.jsonl
 (resumed ones included) groups the runs of each (model, query)
 (ragscale.metrics.consistency.GroupCollector); this keeps the queries with
 ``consistency.min_runs`` runs, sends their answers through an encoder actor pool for pairwise
@@ -31,7 +31,7 @@ def run_consistency(out_dir: str, groups: Sequence[dict], conf: dict, cluster: d
     if todo:
         import ray
 
-        from ragscale.pipeline.execute import actor_pool, ray_session
+        from ragscale.pipeline.dataset import actor_pool, ray_session
 
         with ray_session(cluster, verbose, os.path.join(out_dir, "logs", "ray-native.log")):
             pool = cluster.get("encoder", {})

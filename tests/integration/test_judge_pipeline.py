@@ -19,8 +19,8 @@ def test_judge_actor_generates_parses_and_caches(tmp_path):
     from ragscale.pipeline.stage import process_table
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.config import JudgeConf
-    from ragscale.models import resolve_gguf, split_gguf_spec
-    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+    from ragscale.weights import resolve_gguf, split_gguf_spec
+    from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 
     files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
     ptrs = list(scan(files, with_tasks=False))[:2]

@@ -40,7 +40,7 @@ def llama_server(tmp_path_factory):
 
     from ragscale.errors import UserError
     from ragscale.config import JudgeConf
-    from ragscale.models import requantized_gguf, resolve_gguf, split_gguf_spec
+    from ragscale.weights import requantized_gguf, resolve_gguf, split_gguf_spec
 
     spec, requantize = split_gguf_spec(JudgeConf.model)  # the local judge's default model
     try:

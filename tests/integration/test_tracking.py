@@ -25,12 +25,12 @@ CONFIG_KEY = "sk-ragscale-planted-config-5b0d3a61ce29"  # judge.options.organiza
 PASSWORD = "ragscale-planted-password-e41b"  # judge.options.password: a secret's name
 # The command line and ragscale.evaluate refuse secrets in the config before anything is
 # written (tests/integration/test_security.py); this run plants them past that gate, as a
-# program calling the runner could, to test that tracking redacts on its own.
+# program calling the driver could, to test that tracking redacts on its own.
 SCRIPT = f"""
 import sys
 from omegaconf import open_dict
 from ragscale.plan import compose
-from ragscale.runner import execute
+from ragscale.driver import execute
 cfg = compose(sys.argv[1:])
 with open_dict(cfg):
     cfg.judge.options["organization"] = {CONFIG_KEY!r}

@@ -173,7 +173,7 @@ def _record_pipeline(plan, monkeypatch) -> list[tuple[str, dict]]:
     running anything (ray.data.from_arrow returns a recorder)."""
     import ray.data
 
-    from ragscale.pipeline.execute import run_pipeline
+    from ragscale.pipeline.dataset import run_pipeline
 
     calls: list[tuple[str, dict]] = []
 
@@ -332,10 +332,10 @@ def test_torch_pools_run_on_the_gpu_only_when_given_one(profile, overrides, monk
 
 @pytest.mark.parametrize("overrides, on_gpu", [((), ""), (("cluster.encoder.num_gpus=0.5",), "; on GPU: encoder")])
 def test_the_start_line_says_which_pools_run_on_a_gpu(overrides, on_gpu):
-    from ragscale.pipeline.execute import stage_labels
+    from ragscale.pipeline.dataset import stage_labels
     from ragscale.plan import plan_run
     from ragscale.run import compose
-    from ragscale.runner import start_line
+    from ragscale.driver import start_line
 
     plan = plan_run(compose(["+scenario=mtrag", "steps=[algorithmic]", *overrides]))
     assert start_line(plan, stage_labels(plan)) == f"[ragscale] starting Ray and the stages' workers (read, encoder, derive{on_gpu})"
@@ -346,7 +346,7 @@ def test_the_start_line_says_which_pools_run_on_a_gpu(overrides, on_gpu):
 def test_batches_in_flight_follow_the_engine_unless_asked(engine, asked, calls):
     """cluster.judge.batches_in_flight: null gives 4 to an engine that streams (submit), 1 to the others."""
     from ragscale.errors import UserError
-    from ragscale.pipeline.execute import actor_pool
+    from ragscale.pipeline.dataset import actor_pool
     from ragscale.pipeline.graph import batches_in_flight
 
     n = batches_in_flight({"engine": engine}, {"batches_in_flight": asked})
@@ -367,7 +367,7 @@ def test_init_ray_address_from_the_profile_then_ray_address(cluster, env, want, 
     instance; num_cpus only for a local start (Ray refuses it when connecting)."""
     import ray
 
-    from ragscale.pipeline import execute
+    from ragscale.pipeline import dataset
 
     calls = []
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
@@ -377,6 +377,6 @@ def test_init_ray_address_from_the_profile_then_ray_address(cluster, env, want, 
         monkeypatch.delenv("RAY_ADDRESS", raising=False)
     else:
         monkeypatch.setenv("RAY_ADDRESS", env)
-    info = execute.init_ray(cluster)
+    info = dataset.init_ray(cluster)
     assert {k: calls[0][k] for k in ("address", "num_cpus") if k in calls[0]} == want
     assert info == {"address": want["address"], "resources": {"CPU": 2.0}}

@@ -142,7 +142,7 @@ def test_plan_consistency_errors(override, message):
 
 def test_plan_consistency_encoder_weights_absent_is_a_clear_error():
     from ragscale.errors import UserError
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     try:
         resolve_model_path("microsoft/deberta-xlarge-mnli")

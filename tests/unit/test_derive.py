@@ -1,4 +1,4 @@
-"""The last stage, ``derive`` (ragscale.pipeline.stages, issue 37): a judge panel's median, RB_agg
+"""The last stage, ``derive`` (ragscale.pipeline.cpu_stages, issue 37): a judge panel's median, RB_agg
 and its zero-denominator flag, the retrieval scores from UMBRELA grades, only what the run asked
 for, errored records untouched, and a failure of one record that fails that record alone (stage
 ``derive``) while the others are derived. tests/unit/test_pinned_edges.py pins the MT-RAG values."""
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from ragscale.pipeline.stage import ROW_SCHEMA
-from ragscale.pipeline.stages import derive
+from ragscale.pipeline.cpu_stages import derive
 
 
 def row(error: str | None = None, answerability: str = "ANSWERABLE", **metrics) -> dict:

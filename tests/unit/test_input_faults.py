@@ -21,7 +21,7 @@ from ragscale.io.identity import REPEAT, ident
 from ragscale.io.inputs import PointerArray, key_code, read_raw, resolve_inputs, scan
 from ragscale.io.lines import MAX_DEPTH, LineError, clean_nan, depth, parse
 from ragscale.metrics.registry import field_needs
-from ragscale.pipeline.stages import load_and_lexical, pointer_table
+from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 from ragscale.record import read_record
 
 DEEP = b'{"task_id": "deep", "response": "a", "x": ' + b"[" * 1000 + b"]" * 1000 + b"}"

@@ -23,7 +23,7 @@ from ragscale.io.csv_rows import BOM
 from ragscale.io.inputs import PointerArray, resolve_inputs
 from ragscale.io.orag_csv import read_records
 from ragscale.io.table_csv import read_rows
-from ragscale.pipeline.stages import load_and_lexical, pointer_table
+from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 from ragscale.record import output_line, read_record
 from ragscale.report.leaderboard import write_leaderboard
 from ragscale.report.orag_export import OragSink

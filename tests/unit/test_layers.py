@@ -3,7 +3,7 @@ function) and on what importing the pure modules loads.
 
 record/metrics/judges/io: pure (no Ray, torch, vLLM or transformers; no pipeline, report,
 actors); stats/: pure and reads no records (numbers in, numbers out); actors/ (workers): no pipeline, no report, no Ray; pipeline/: no report; report/:
-no pipeline, actors, Ray or torch. Only cli/api/plan/runner know everything.
+no pipeline, actors, Ray or torch. Only cli/api/plan/driver know everything.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_importing_the_pure_layers_loads_no_heavy_module():
     code = ("import sys, ragscale, ragscale.record, ragscale.metrics.registry, ragscale.metrics.lexical, "
             "ragscale.metrics.bertscore, ragscale.judges, ragscale.io.inputs, ragscale.io.output, "
             "ragscale.io.frames, ragscale.stats.intervals, ragscale.stats.paired, ragscale.report.summary, ragscale.report.leaderboard, ragscale.pipeline.graph, "
-            "ragscale.pipeline.stages, ragscale.plan, ragscale.cli;"
+            "ragscale.pipeline.cpu_stages, ragscale.plan, ragscale.cli;"
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

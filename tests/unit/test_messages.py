@@ -102,11 +102,11 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("args, line", RUN_CASES, ids=[" ".join(a) for a, _ in RUN_CASES])
 def test_run_errors_are_one_line_in_the_users_words(args, line, tmp_path, capsys, monkeypatch):
-    import ragscale.runner
+    import ragscale.driver
 
     monkeypatch.chdir(tmp_path)
     started = []
-    monkeypatch.setattr(ragscale.runner, "execute", lambda *a, **k: started.append(a) or 0)
+    monkeypatch.setattr(ragscale.driver, "execute", lambda *a, **k: started.append(a) or 0)
     out_dir = tmp_path / "out"
     start = time.perf_counter()
     code, out, err = run_cli(["run", *args, f"output_dir={out_dir}"], capsys)
@@ -130,7 +130,7 @@ def test_an_unknown_command_is_one_line(capsys):
 
 def test_the_same_line_from_the_dry_run_and_the_python_api(tmp_path, capsys, monkeypatch):
     import ragscale
-    from ragscale.prompts import main as prompts_main
+    from ragscale.dryrun import main as prompts_main
 
     monkeypatch.chdir(tmp_path)
     assert prompts_main(["+scenario=custom", "limt=3", "--out", str(tmp_path / "p.jsonl")]) == 2

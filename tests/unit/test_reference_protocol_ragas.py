@@ -633,7 +633,7 @@ def test_judge_actor_runs_the_reference_rounds(tmp_path, monkeypatch):
     from ragscale.actors.engines import Generation
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.pipeline.stage import process_table
-    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
     from ragscale.record import input_view
 
     calls = []

@@ -23,7 +23,7 @@ from ragscale.report.significance import significant_lines
 from ragscale.stats.intervals import mean_interval
 from ragscale.report.summary import finalize
 from ragscale.report.wording import own_values
-from ragscale.runner import _print_end
+from ragscale.driver import _print_end
 
 N3 = [0.0, 0.0, 1.0]  # mean 0.3333; the t-interval is [-1.1009, 1.7676]
 

@@ -16,7 +16,7 @@ from ragscale import exitcodes
 from ragscale.report.html import HtmlSink, write_report
 from ragscale.report.significance import PairedValues, for_summary
 from ragscale.report.summary import finalize
-from ragscale.runner import _print_end
+from ragscale.driver import _print_end
 
 SETTINGS = SimpleNamespace(resamples=200, confidence=0.95, alpha=0.05, correction="holm", all_pairs_max_models=8,
                            seed=0)

@@ -147,7 +147,7 @@ def test_tracking_is_a_config_group_checked_when_the_run_is_planned(monkeypatch)
 # -- a real local MLflow store --------------------------------------------------------------
 
 def fake_run(out_dir) -> dict:
-    """A run's files as the runner leaves them (run.json with its config redacted, as written)."""
+    """A run's files as the driver leaves them (run.json with its config redacted, as written)."""
     from ragscale.provenance import redact
 
     os.makedirs(out_dir)

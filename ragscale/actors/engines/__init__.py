@@ -78,7 +78,7 @@ def ready(kwargs: Mapping[str, Any]) -> None:
 
 def model_name(kwargs: Mapping[str, Any]) -> str:
     """The model name the engine described by ``resolve``'s output would report as ``engine.model``,
-    without building it (no model is loaded): for dry runs that compute cache keys (ragscale.prompts)."""
+    without building it (no model is loaded): for dry runs that compute cache keys (ragscale.dryrun)."""
     return str(_module(kwargs["engine"]).model_name(kwargs))  # an unknown engine: the one-line UserError
 
 

@@ -23,7 +23,7 @@ def resolve(conf: Mapping[str, Any], options: dict, pool: Mapping[str, Any]) -> 
     """Locate the GGUF (``package:<dist>`` or a path, optionally ``@q8_0``/``@f16``: requantized
     on each node at first use); threads (generation and prompt evaluation) default to the pool's
     ``torch_threads``, else llama.cpp's defaults."""
-    from ragscale.models import resolve_gguf, split_gguf_spec
+    from ragscale.weights import resolve_gguf, split_gguf_spec
 
     spec, requantize = split_gguf_spec(conf["model"])
     kw = {**OPTIONS, **options}
@@ -138,7 +138,7 @@ class Engine:
     ):
         from llama_cpp import Llama, LlamaRAMCache
 
-        from ragscale.models import requantized_gguf
+        from ragscale.weights import requantized_gguf
 
         self.model = model_label(model_path, requantize)
         if requantize:

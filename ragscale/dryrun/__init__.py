@@ -1,13 +1,13 @@
 """``ragscale prompts``: a dry run that writes every prompt a run would send to its judge engine,
 with its token count and cost (issue 17, item 3; docs/prompts.md). This module is the command line;
-``dryrun`` drives the judge stages and totals, ``actor`` is their judge actor with a recorder for an
+``judges`` drives the judge stages and totals, ``actor`` is their judge actor with a recorder for an
 engine, ``synthetic`` the answers that stand in for outputs not generated yet, ``tokens`` the counts.
 
     ragscale prompts +scenario=mtrag judge.protocol=reference --out prompts.jsonl --price-in 0.15 --price-out 0.60
 
 Nothing here re-implements the run: the config is planned by ``ragscale.plan.plan_run``, the records
-are selected by the runner's scan (sweep order, ``limit``) and read by the pipeline's first stage
-(``ragscale.pipeline.stages.load_and_lexical``), and the judging is the judge actor's own code
+are selected by the driver's scan (sweep order, ``limit``) and read by the pipeline's first stage
+(``ragscale.pipeline.cpu_stages.load_and_lexical``), and the judging is the judge actor's own code
 (``ragscale.actors.judge.JudgeActor``: phases, rounds, fan-outs, the judge cache, identical cache keys
 of a round generated once, re-asks), in batches of the judge pool's batch size, with two things
 swapped: its engine is a recorder (``make_engine``, overridden) and its cache is a read-only view
@@ -48,9 +48,9 @@ import sys
 from typing import Sequence
 
 from ragscale.errors import OneLineParser, UserError
-from ragscale.prompts.dryrun import DryJudges, DryRun, JudgeTotals, cost, dry_run, format_table
-from ragscale.prompts.synthetic import UMBRELA_GRADE, sentences
-from ragscale.prompts.tokens import CHARS_PER_TOKEN, COMPLETION_TOKENS, DEFAULT_COMPLETION_TOKENS, TokenCounter
+from ragscale.dryrun.judges import DryJudges, DryRun, JudgeTotals, cost, dry_run, format_table
+from ragscale.dryrun.synthetic import UMBRELA_GRADE, sentences
+from ragscale.dryrun.tokens import CHARS_PER_TOKEN, COMPLETION_TOKENS, DEFAULT_COMPLETION_TOKENS, TokenCounter
 
 __all__ = ["CHARS_PER_TOKEN", "COMPLETION_TOKENS", "DEFAULT_COMPLETION_TOKENS", "DryJudges", "DryRun", "JudgeTotals",
            "TokenCounter", "UMBRELA_GRADE", "cost", "dry_run", "format_table", "main", "sentences"]
@@ -69,7 +69,7 @@ def build_parser() -> OneLineParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``ragscale prompts`` / ``python -m ragscale.prompts``: 0 done, 2 bad config or input."""
+    """``ragscale prompts`` / ``python -m ragscale.dryrun``: 0 done, 2 bad config or input."""
     args = build_parser().parse_intermixed_args(argv)
     prog = "ragscale prompts"
     try:

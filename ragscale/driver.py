@@ -1,4 +1,4 @@
-"""Execute a run plan: scan inputs, resume, stream the records through Ray, write outputs.
+"""The driver side of a run: scan inputs, resume, stream the records through Ray, write outputs.
 
 scan (pointers, sweep order, ``limit``) -> resume state (finished keys of records.jsonl)
 -> Ray pipeline (ragscale.pipeline) -> records.jsonl as records finish -> one pass over
@@ -99,7 +99,7 @@ class Signals:
 def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str, stop: Signals) -> tuple:
     """Stream ``todo`` through the Ray pipeline into ``writer``, showing live progress; a signal
     (``stop``) or Ctrl-C stops it with what is finished written. Returns (failure, ray_info, stats)."""
-    from ragscale.pipeline.execute import ray_session, run_pipeline, stage_labels
+    from ragscale.pipeline.dataset import ray_session, run_pipeline, stage_labels
     from ragscale.pipeline.progress import ProgressDisplay, choose_mode, start_hub
     from ragscale.record import output_line
 

@@ -61,7 +61,7 @@ class TokenCounter:
         handler tokenizes the templated prompt: the count the run's usage reports."""
         from llama_cpp import Llama
 
-        from ragscale.pipeline.execute import native_stderr_to
+        from ragscale.pipeline.dataset import native_stderr_to
 
         # llama.cpp's notice on a context without weights goes to fd 2 or, through llama-cpp-python's
         # log callback, to sys.stderr: neither is shown

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any, Mapping, Sequence
 
-from ragscale.prompts.actor import DryActor
+from ragscale.dryrun.actor import DryActor
 
 @dataclass
 class JudgeTotals:
@@ -114,9 +114,9 @@ def dry_run(cfg: Any, out: IO[str], keep_lookups: bool = False) -> DryRun:
     """Write the prompts the run of ``cfg`` would send to ``out`` (JSONL, one per line) and return
     the totals. Every problem of the config or inputs is a one-line UserError, as for the run."""
     from ragscale.pipeline.graph import build_stages
-    from ragscale.pipeline.stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
     from ragscale.plan import plan_run
-    from ragscale.runner import scan_records
+    from ragscale.driver import scan_records
 
     plan = plan_run(cfg)
     stages = [st for st in build_stages(plan) if st.name == "judge"]

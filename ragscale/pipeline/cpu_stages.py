@@ -1,4 +1,4 @@
-"""Row-level stage functions shared by the Ray pipeline (no Ray import here).
+"""The CPU-task stages of the Ray pipeline (no Ray import here): read + lexical metrics, derive, null metric.
 
 Every stage takes and returns a ``pyarrow.Table`` in ``ROW_SCHEMA`` with exactly one
 output row per input row; a record that fails a stage keeps its row and gets an

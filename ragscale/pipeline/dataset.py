@@ -195,7 +195,7 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
     from ragscale.pipeline.graph import build_stages
     from ragscale.pipeline.progress import reporting_task
     from ragscale.pipeline.stage import actor_class, sum_stats
-    from ragscale.pipeline.stages import lexical_functions, load_and_lexical, needs_targets, pointer_table
+    from ragscale.pipeline.cpu_stages import lexical_functions, load_and_lexical, needs_targets, pointer_table
 
     chunk = int(plan.cluster.get("chunk_size", 128))
     blocks = [pointer_table(pointers[i : i + chunk]) for i in range(0, len(pointers), chunk)]

@@ -1,6 +1,6 @@
 """The dry run's judge actor: ``JudgeActor`` with a recorder for an engine and a read-only view
 of the judge cache; its judges traced so that rounds after an output not generated yet are
-rendered from synthetic answers (ragscale.prompts.synthetic)."""
+rendered from synthetic answers (ragscale.dryrun.synthetic)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.actors.judge import JudgeActor, reask_sampling
 from ragscale.judges.base import JudgePrompt, Undefined, cache_key
-from ragscale.prompts.synthetic import SYNTHETIC, Trace, output_field
-from ragscale.prompts.tokens import COMPLETION_TOKENS, DEFAULT_COMPLETION_TOKENS, TokenCounter
+from ragscale.dryrun.synthetic import SYNTHETIC, Trace, output_field
+from ragscale.dryrun.tokens import COMPLETION_TOKENS, DEFAULT_COMPLETION_TOKENS, TokenCounter
 
 # What the recorder answers for a prompt it would send (never a real output: it holds NUL characters).
 NOT_GENERATED = "\x00ragscale prompts: not generated\x00"
