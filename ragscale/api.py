@@ -49,10 +49,17 @@ class Run:
 
     @property
     def files(self) -> dict[str, str]:
-        """The run's output files that exist, by name."""
-        names = ("records.jsonl", "records.parquet", "summary.json", "summary.csv", "leaderboard.md",
-                 "leaderboard.csv", "report.html", "run.json", "consistency.jsonl")
-        return {n: p for n in names if (p := self.file(n))}
+        """The run's output files that exist, by their path in the run's folder: the records, the
+        summary, run.json and consistency.jsonl, then every file the report sinks wrote as run.json's
+        ``outputs`` lists them (``leaderboard.md``, ``report.html``, ``open-rag-eval/<model>.csv``, ...)."""
+        names = ["records.jsonl", "records.parquet", "summary.json", "summary.csv", "run.json", "consistency.jsonl"]
+        try:
+            outputs = self.run_info.get("outputs") or {}
+        except (OSError, ValueError):  # run.json unreadable: the core files only
+            outputs = {}
+        for written in outputs.values() if isinstance(outputs, dict) else ():
+            names += [written] if isinstance(written, str) else [p for p in written or () if isinstance(p, str)]
+        return {n: p for n in dict.fromkeys(names) if (p := self.file(n))}
 
     @property
     def leaderboard(self) -> Any:
@@ -62,7 +69,8 @@ class Run:
         its ``_ci_low``/``_ci_high``."""
         import pandas as pd
 
-        from ragscale.report.leaderboard import ranking, standings, table_metrics
+        from ragscale.report.headline import table_metrics
+        from ragscale.report.ranking import ranking, standings
 
         summary = self.summary
         metrics = table_metrics(summary)

@@ -102,7 +102,7 @@ def _leader_first(names: list[str], values) -> list[str]:  # noqa: ANN001
     """The models by their mean headline (the first compared metric) over their tasks, best first."""
     import numpy as np
 
-    from ragscale.report.leaderboard import higher_is_better
+    from ragscale.report.headline import higher_is_better
 
     up = higher_is_better(values.metrics[0]) is not False
 

@@ -256,7 +256,7 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
 
     t2 = time.time()
     printer("[ragscale] writing the summary, records.parquet and the reports")
-    outputs = Outputs(cfg, plan, out_dir, printer)
+    outputs = Outputs(plan, out_dir, printer)
     summary: dict = {"metrics": list(plan.metrics), "models": {}, "overall": None}
     try:
         outputs.read()
@@ -289,7 +289,8 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
     tracked (``tracked``: ragscale.tracking.track's line), the outcome in the exit code's words
     (ragscale.exitcodes.outcome: "ok" only when every record was scored) and (last) what to open."""
     from ragscale.metrics.registry import label
-    from ragscale.report.leaderboard import fallback_lines, model_lines, ranking
+    from ragscale.report.leaderboard import fallback_lines, model_lines
+    from ragscale.report.ranking import ranking
     from ragscale.report.significance import significant_lines
     from ragscale.report.summary import format_table
 

@@ -47,6 +47,7 @@ class RunPlan:
     relevancy_kwargs: dict = field(default_factory=dict)  # EmbeddingsClient arguments; {}: the encoder embeds
     cluster: dict = field(default_factory=dict)
     consistency: dict = field(default_factory=dict)  # plan_consistency's (step consistency)
+    reports: Any = None  # ragscale.report.sinks.ReportSettings: what the report pass writes
 
     @property
     def columns(self) -> dict[str, str]:
@@ -141,20 +142,6 @@ def _expectations(cfg: Any, metrics: list[str]) -> Any:
     return None
 
 
-def _calibration(c: Any, metrics: list[str]) -> None:
-    """Check calibration.* before any work: the labels file, ppi-python, the settings, the pairs
-    and the scale maps (the human values' ranges are checked at the end, against the judged ones)."""
-    from ragscale.report.agreement import read_human
-    from ragscale.report.calibration_settings import check_settings, resolve
-    from ragscale.stats.ppi import ppi
-
-    if not os.path.isfile(c.human):
-        raise UserError(f"calibration.human: no such file: {c.human}")
-    ppi()
-    check_settings(c)
-    resolve(read_human(c.human), list(c.pairs), list(c.map), metrics)
-
-
 def _consistency_encoder(spec: str, run_encoder: dict) -> dict:
     """The encoder config that ``consistency.encoder`` names: ragscale/conf/encoder/SPEC.yaml,
     else a local model folder or a model id in the local Hugging Face cache, taken whole (its
@@ -228,17 +215,10 @@ def plan_run(cfg: Any) -> RunPlan:
     from ragscale.metrics.registry import field_needs
 
     check_fields(files, field_needs(metrics))  # answers, and what the chosen metrics need, are there
-    if cfg.agreement.human:
-        from ragscale.report.agreement import parse_pairs
+    from ragscale.report.sinks import ReportSettings, check_reports
 
-        if not os.path.isfile(cfg.agreement.human):
-            raise UserError(f"agreement.human: no such file: {cfg.agreement.human}")
-        parse_pairs(list(cfg.agreement.pairs))
-    from ragscale.report.significance import check_settings
-
-    check_settings(cfg.significance)
-    if cfg.calibration.human:
-        _calibration(cfg.calibration, metrics)
+    reports = ReportSettings.of(cfg)
+    check_reports(reports, metrics)  # significance, calibration, agreement: before any work
     expectations = _expectations(cfg, metrics)
     from ragscale.actors.embeddings_http import plan_embeddings
 
@@ -270,7 +250,7 @@ def plan_run(cfg: Any) -> RunPlan:
     run = RunPlan(
         scenario=cfg.scenario_name or SELECTED, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
         files=tuple(files), encoder_conf=encoder_conf, judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
-        expectations=expectations, cluster=cluster, relevancy_kwargs=relevancy_kwargs, **plan,
+        expectations=expectations, cluster=cluster, relevancy_kwargs=relevancy_kwargs, reports=reports, **plan,
     )
     from ragscale.pipeline.graph import build_stages
 

@@ -130,7 +130,7 @@ def _unique(items: dict[str, Any]) -> dict[str, Any]:
 def tags_of(run_info: dict, summary: dict) -> dict[str, str]:
     """The run's tags: scenario, ragscale version, status, output dir, the headline metric,
     and the judge's engine and model (of the judge that ran; none without a judge stage)."""
-    from ragscale.report.leaderboard import headline
+    from ragscale.report.headline import headline
 
     config = run_info.get("config") or {}
     tags = {"ragscale.scenario": config.get("scenario_name"), "ragscale.version": run_info.get("ragscale_version"),

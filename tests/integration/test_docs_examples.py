@@ -10,7 +10,7 @@ is executed, so that an example can never rot (docs/testing.md, "Documentation e
 - The examples of one document run in order in a fresh working folder that mirrors the checkout
   (symlinks to its tracked top-level entries and ``.venv``): Python blocks in one interpreter, as
   a notebook (a last expression's value is printed), each shell command line in ``bash``.
-  ``ragscale run`` / ``ragscale prompts`` lines (and ``python -m ragscale.run`` / ``.prompts``)
+  ``ragscale run`` / ``ragscale prompts`` lines (and ``python -m ragscale.run`` / ``.dryrun``)
   without a ``limit=`` get ``limit=3``; ``make run`` runs as written (a 9-record slice).
   A command must exit 0, or the code its comment states: ``# refused (exit code 2)``.
 - Runs share the session's Ray instance and judge cache (tests/conftest.py), so a judged example
@@ -45,7 +45,7 @@ FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 NOT_RUN = re.compile(r"^<!--\s*not run\b(.*?)-->$")
 FILE = re.compile(r"^<!--\s*file:\s*(.*?)\s*-->$")
 EXIT = re.compile(r"\(exit code (\d+)\)")
-RAGSCALE_RUN = re.compile(r"(?:^|[\s/;&|(])(?:ragscale\s+(?:run|prompts)|-m\s+ragscale\.(?:run|prompts))(?=\s|$)")
+RAGSCALE_RUN = re.compile(r"(?:^|[\s/;&|(])(?:ragscale\s+(?:run|prompts)|-m\s+ragscale\.(?:run|dryrun))(?=\s|$)")
 # gitignored outputs of runs: never mirrored into a working folder (an example writes its own)
 NOT_MIRRORED = {".git", "outputs", "multirun", "mlflow.db", "mlruns", ".pytest_cache", "mutants", ".ragscale_cache",
                 "build", "dist"}

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from ragscale.config import SignificanceConf
-from ragscale.report.sinks import Outputs
+from ragscale.report.sinks import Outputs, ReportSettings
 
 # "Model" and "model" share a file name on a case-insensitive file system: which one gets the hash
 # suffix must not depend on which came first
@@ -44,11 +44,11 @@ def outputs(run_dir: str, recs: list[dict]) -> dict[str, bytes]:
     os.makedirs(run_dir)
     with open(os.path.join(run_dir, "records.jsonl"), "w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in recs)
-    cfg = SimpleNamespace(calibration=SimpleNamespace(human=None), significance=SignificanceConf(resamples=500),
-                          trec=SimpleNamespace(export_csv=True), agreement=SimpleNamespace(human=None), html_report=False)
+    reports = ReportSettings(calibration=SimpleNamespace(human=None), significance=SignificanceConf(resamples=500),
+                             agreement=SimpleNamespace(human=None), export_csv=True, html_report=False)
     plan = SimpleNamespace(metrics=["umbrela_mean", "citation_f1", "answered", "hhem"], panel_columns=lambda: [],
-                           steps=["retrieval", "citation", "no_answer", "hallucination"], columns={})
-    out = Outputs(cfg, plan, run_dir, lambda _line: None)
+                           steps=["retrieval", "citation", "no_answer", "hallucination"], columns={}, reports=reports)
+    out = Outputs(plan, run_dir, lambda _line: None)
     out.read()
     out.finish_reports(out.finish_summary(), {})
     assert not out.failed

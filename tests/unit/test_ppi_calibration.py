@@ -128,15 +128,20 @@ def test_bad_settings(key, value, message):
 
 
 def test_missing_labels_file_fails_before_the_run(tmp_path):
-    from ragscale.plan import _calibration
+    """The report pass's settings are checked at plan time (ragscale.report.sinks.check_reports)."""
+    from ragscale.config import AgreementConf
+    from ragscale.report.sinks import ReportSettings, check_reports
+
+    def check(calibration: CalibrationConf) -> None:
+        check_reports(ReportSettings(SignificanceConf(), calibration, AgreementConf()), ["RL_F"])
 
     with pytest.raises(UserError, match="calibration.human: no such file"):
-        _calibration(CalibrationConf(human=str(tmp_path / "none.jsonl")), ["RL_F"])
+        check(CalibrationConf(human=str(tmp_path / "none.jsonl")))
     labels = tmp_path / "h.jsonl"
     labels.write_text(json.dumps({"task_id": "t1", "faithfulness": 1}) + "\n")
     with pytest.raises(UserError, match="is not a paired human metric"):
-        _calibration(CalibrationConf(human=str(labels), pairs=["faithfulness=RL_F"], map=["other=1..4:0..1"]),
-                     ["RL_F"])
+        check(CalibrationConf(human=str(labels), pairs=["faithfulness=RL_F"], map=["other=1..4:0..1"]))
+    check(CalibrationConf(human=str(labels), pairs=["faithfulness=RL_F"]))
 
 
 # ---------------------------------------------------------------- a run's block
@@ -280,15 +285,15 @@ def test_outputs_read_back(tmp_path):
 
 def test_a_failing_calibration_is_a_warning_at_the_end_of_a_run(tmp_path):
     """The run's own results stand: the sink reports the unstated scale and writes no block."""
-    from ragscale.report.sinks import Outputs
+    from ragscale.report.sinks import Outputs, ReportSettings
 
     run, human, recs, _ = make_run(tmp_path, scale=(1.0, 4.0))
     printed = []
-    cfg = SimpleNamespace(calibration=settings(human=human, pairs=["faithfulness=RL_F"]),
-                          significance=SignificanceConf(), trec=SimpleNamespace(export_csv=False),
-                          agreement=SimpleNamespace(human=None), html_report=False)
-    plan = SimpleNamespace(metrics=["RL_F"], panel_columns=lambda: [], steps=["ragas"], columns={})
-    out = Outputs(cfg, plan, str(run), printed.append)
+    reports = ReportSettings(calibration=settings(human=human, pairs=["faithfulness=RL_F"]),
+                             significance=SignificanceConf(), agreement=SimpleNamespace(human=None), export_csv=False,
+                             html_report=False)
+    plan = SimpleNamespace(metrics=["RL_F"], panel_columns=lambda: [], steps=["ragas"], columns={}, reports=reports)
+    out = Outputs(plan, str(run), printed.append)
     out.read()
     summary = out.finish_summary()
     assert "calibration" not in summary
