@@ -29,7 +29,9 @@ def rb_agg(metrics: Mapping[str, Any]) -> tuple[float, bool]:
 # MT-RAG adds RB_agg only when these four evaluators are configured.
 declare(
     MetricSpec("RB_agg", "derive", "algorithmic", needs=("reference",), bounds=UNIT,  # MT-RAG: a harmonic mean of 0..1 scores
-               requires=("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec"), reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py"),
+               requires=("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec"), reference="IBM/mt-rag-benchmark scripts/evaluation/run_algorithmic.py",
+               derive=lambda d: [rb_agg(d.metrics)[0]]),
     MetricSpec("RB_agg_zero_denominator", "derive", "algorithmic", dtype="bool", needs=("reference",),
-               requires=("RB_agg",), higher_is_better=None, short="RB0", reference="ragscale: RB_agg's denominator was 0"),
+               requires=("RB_agg",), higher_is_better=None, short="RB0", reference="ragscale: RB_agg's denominator was 0",
+               derive=lambda d: [rb_agg(d.metrics)[1]]),
 )

@@ -3,7 +3,10 @@ IBM/mt-rag-benchmark ``judge_wrapper.get_idk_score``)."""
 
 from __future__ import annotations
 
-from ragscale.metrics.registry import UNIT, MetricSpec, declare
+from typing import Callable, Sequence
+
+from ragscale.judges.mtrag_reference import IDK_UNKNOWN
+from ragscale.metrics.registry import UNIT, Derivation, MetricSpec, declare
 
 IDK_EXPECTED = ("UNANSWERABLE", "CONVERSATIONAL")
 
@@ -71,12 +74,42 @@ CONDITIONED = {
 }
 # derive-stage harmonic means (seed "The Three Metrics"): name -> components
 HMEANS = {"HMean": ("RL_F", "RB_llm", "RB_agg"), "HMean_idk": ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")}
+
+
+def conditioned(base: str, underspecified: bool) -> Callable[[Derivation], list | None]:
+    """The derive function of ``base`` conditioned on the IDK judge (and on the underspecified
+    judge): the record's answerability, the judges' values and whether the IDK judge's label was
+    MT-RAG's "unknown" (its details) decide, as :func:`idk_conditioned` says."""
+    def derive(d: Derivation) -> list | None:
+        idk = d.first("idk_eval")
+        details = d.details("idk") if idk is None else None
+        unknown = idk is None and isinstance(details, dict) and details.get("label") == IDK_UNKNOWN
+        if underspecified:
+            out = idk_underspecified_conditioned(d.answerability, idk, d.first("underspecified_eval"), d.first(base),
+                                                 unknown)
+        else:
+            out = idk_conditioned(d.answerability, idk, d.first(base), unknown)
+        return None if out is None else [out]
+
+    return derive
+
+
+def hmean(parts: Sequence[str]) -> Callable[[Derivation], list | None]:
+    """The derive function of the harmonic mean of ``parts`` (null when one is null)."""
+    def derive(d: Derivation) -> list | None:
+        out = harmonic_mean([d.first(p) for p in parts])
+        return None if out is None else [out]
+
+    return derive
+
+
 declare(
     *(MetricSpec(name, "derive", "idk_condition", needs=("reference",), bounds=UNIT,
                  requires=(base, "idk_eval", "underspecified_eval") if under else (base, "idk_eval"),
                  short=name.replace("_underspecified", "_un"),
-                 reference="IBM/mt-rag-benchmark scripts/evaluation (IDK conditioning)")
+                 reference="IBM/mt-rag-benchmark scripts/evaluation (IDK conditioning)", derive=conditioned(base, under))
       for name, (base, under) in CONDITIONED.items()),
     *(MetricSpec(name, "derive", "hmean", needs=("reference",), requires=parts, bounds=UNIT,
-                 reference='seed "The Three Metrics" (harmonic mean)') for name, parts in HMEANS.items()),
+                 reference='seed "The Three Metrics" (harmonic mean)', derive=hmean(parts))
+      for name, parts in HMEANS.items()),
 )

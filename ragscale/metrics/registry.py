@@ -35,7 +35,9 @@ class MetricSpec:
     for counts, lengths and flags (shown, never ranked); ``bounds``: the (low, high) every value
     lies in by the metric's definition (None: not bounded on both sides, e.g. a rescaled
     BERTScore; a flag's is (0, 1)), which keeps intervals of means inside it; ``compute``: a
-    lexical metric's function ``(prediction, targets, passages) -> value``."""
+    lexical metric's function ``(prediction, targets, passages) -> value``; ``derive``: a derived
+    (``derive`` stage) metric's function ``(Derivation) -> value`` of the record's metrics so far,
+    run after every metric it ``requires`` (:func:`derived_order`)."""
 
     name: str
     stage: str
@@ -53,10 +55,13 @@ class MetricSpec:
     compute: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()  # other names users know it by (ragas', open-rag-eval's), accepted wherever a name is
     bounds: tuple[float, float] | None = None
+    derive: Callable[["Derivation"], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES or self.shape not in SHAPES:
             raise ValueError(f"metric {self.name}: stage {self.stage!r} / shape {self.shape!r} unknown")
+        if (self.stage == "derive") != (self.derive is not None):
+            raise ValueError(f"metric {self.name}: a derive-stage metric, and only one, has a derive function")
         if not set(self.needs) <= set(NEEDS):
             raise ValueError(f"metric {self.name}: needs {self.needs!r}: a field is not one of {', '.join(NEEDS)}")
         if self.bounds is None and self.dtype == "bool":  # a flag is 0 or 1
@@ -269,3 +274,48 @@ def record_scalar(name: str, value: Any) -> float | None:
             return None
         return max(vals) if spec is not None and spec.shape == "passage" else vals[0]
     return float(value)
+
+
+class Derivation:
+    """What a derived metric's ``derive`` reads of one record: ``name`` (the metric asked, e.g.
+    ``P@5`` for ``P@k``), ``metrics`` (the record's metrics so far, MT-RAG's list shapes; the
+    derived ones earlier in :func:`derived_order` included), its ``answerability`` and its judges'
+    ``details`` (a JSON text, parsed on first use)."""
+
+    def __init__(self, metrics: dict, answerability: str | None, details: str | None):
+        self.metrics, self.answerability, self._details = metrics, answerability, details
+        self.name = ""
+        self._parsed: dict | None = None
+
+    def first(self, name: str) -> Any:
+        """The metric's first value (a per-target metric's first target), None when it has none."""
+        return (self.metrics.get(name) or [None])[0]
+
+    def details(self, judge: str) -> Any:
+        """A judge's details of the record (None when it has none)."""
+        if self._parsed is None:
+            import json
+
+            self._parsed = json.loads(self._details) if self._details else {}
+        return self._parsed.get(judge)
+
+
+def derived_order(metrics: Sequence[str]) -> list[str]:
+    """The run's derive-stage metrics in an order where each comes after every derived metric it
+    ``requires`` (else in the run's order)."""
+    derived = [m for m in metrics if (spec := lookup(m)) is not None and spec.stage == "derive"]
+    placed: list[str] = []
+
+    def place(name: str, seen: tuple[str, ...] = ()) -> None:
+        if name in placed or name not in derived:
+            return
+        if name in seen:
+            raise ValueError(f"derived metrics require each other: {' -> '.join((*seen, name))}")
+        for req in lookup(name).requires:
+            place(req, (*seen, name))
+        placed.append(name)
+
+    for name in derived:
+        place(name)
+    return placed
+

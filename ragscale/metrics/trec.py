@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Mapping, Sequence
 
-from ragscale.metrics.registry import UNIT, MetricSpec, declare
+from ragscale.metrics.registry import UNIT, Derivation, MetricSpec, declare
 
 _MULTI = re.compile(r"\[\d+(?:,\s*\d+)+\]")
 _COMMA_BETWEEN = re.compile(r"\]\s*,\s*\[")
@@ -203,7 +203,19 @@ def citation_scores(
     }
 
 
+def retrieval_score(d: Derivation) -> float | None:
+    """``d.name``'s score from the record's UMBRELA grades (``P@5``, ``AP@10``, ``MRR``); null when
+    the grades are null."""
+    grades = d.metrics.get("umbrela_scores")
+    if grades is None:
+        return None
+    if d.name == "MRR":
+        return reciprocal_rank(grades)
+    kind, k = d.name.split("@")
+    return (precision_at_k if kind == "P" else average_precision_at_k)(grades, int(k))
+
+
 declare(*(MetricSpec(name, "derive", "retrieval", scalar=True, requires=("umbrela_scores",), bounds=UNIT,
-                     needs=("question", "contexts"),
+                     needs=("question", "contexts"), derive=retrieval_score,
                      reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py (relevant = grade >= 2)")
           for name in ("P@k", "AP@k", "MRR")))  # P@k, AP@k: one metric per cut-off of trec.k_values

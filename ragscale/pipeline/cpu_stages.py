@@ -16,10 +16,7 @@ import pyarrow as pa
 
 from ragscale.io.expectations import check
 from ragscale.io.inputs import InputFile, Pointer, PointerArray, read_raw
-from ragscale.metrics.aggregate import rb_agg
 from ragscale.metrics.custom import CUSTOM_METRICS, FACT_METRICS, custom_metrics
-from ragscale.judges.mtrag_reference import IDK_UNKNOWN
-from ragscale.metrics.conditioning import CONDITIONED, HMEANS, harmonic_mean, idk_conditioned, idk_underspecified_conditioned
 from ragscale.pipeline.stage import add_stats, to_table
 from ragscale.record import add_judge_errors, error_json, read_record
 
@@ -126,10 +123,14 @@ def needs_targets(metrics: Sequence[str]) -> bool:
 
 
 def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None) -> pa.Table:
-    """Last stage: judge-panel medians, RB_agg and its zero-denominator flag, the
-    IDK-conditioned metrics, HMean. ``panel`` maps a metric to its panel judges' tags: the
-    metric is the median of the ``<metric>@<tag>`` scores that are not null."""
+    """Last stage: judge-panel medians, then every derived metric of the run (the catalog's
+    ``derive`` functions: RB_agg, IDK conditioning, H-Means, P@k/AP@k/MRR) in ``requires`` order.
+    ``panel`` maps a metric to its panel judges' tags: the metric is the median of the
+    ``<metric>@<tag>`` scores that are not null."""
+    from ragscale.metrics.registry import Derivation, derived_order, lookup
+
     t0 = time.perf_counter()
+    order = [(name, lookup(name).derive) for name in derived_order(metrics)]
     rows = batch.to_pylist()
     for row in rows:
         if row["error"]:
@@ -139,60 +140,16 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
             for name, tags in (panel or {}).items():
                 scores = [m[f"{name}@{t}"][0] for t in tags if m.get(f"{name}@{t}")]
                 m[name] = [statistics.median(scores)] if scores else None
-            if "RB_agg" in metrics:
-                agg, zero = rb_agg(m)
-                m["RB_agg"] = [agg]
-                if "RB_agg_zero_denominator" in metrics:
-                    m["RB_agg_zero_denominator"] = [zero]
-            first = lambda name: (m.get(name) or [None])[0]  # noqa: E731
-            answerability = row["answerability"]
-            unknown = first("idk_eval") is None and _idk_label(row) == IDK_UNKNOWN
-            for name, (base, underspecified) in CONDITIONED.items():
-                if name in metrics:
-                    if underspecified:
-                        out = idk_underspecified_conditioned(
-                            answerability, first("idk_eval"), first("underspecified_eval"), first(base), unknown)
-                    else:
-                        out = idk_conditioned(answerability, first("idk_eval"), first(base), unknown)
-                    m[name] = None if out is None else [out]
-            for name, parts in HMEANS.items():
-                if name in metrics:
-                    out = harmonic_mean([first(p) for p in parts])
-                    m[name] = None if out is None else [out]
-            retrieval_metrics(m, metrics)
+            d = Derivation(m, row["answerability"], row.get("details"))
+            for name, fn in order:
+                d.name = name
+                m[name] = fn(d)
         except Exception as e:  # noqa: BLE001
             row["error"] = error_json("derive", f"{type(e).__name__}: {e}")
             continue
         row["metrics"] = json.dumps(m)
     add_stats(rows, time_derive_s=time.perf_counter() - t0)
     return to_table(rows)
-
-
-def _idk_label(row: dict) -> str | None:
-    """The IDK judge's label in the record's details (MT-RAG's "unknown", reference protocol)."""
-    if not row.get("details"):
-        return None
-    d = json.loads(row["details"]).get("idk")
-    return d.get("label") if isinstance(d, dict) else None
-
-
-def retrieval_metrics(m: dict, metrics: Sequence[str]) -> None:
-    """open-rag-eval's retrieval scores from the UMBRELA grades (relevant = grade >= 2):
-    ``P@k``, ``AP@k`` per cut-off and ``MRR``; null when the grades are null."""
-    wanted = [n for n in metrics if n == "MRR" or n.startswith(("P@", "AP@"))]
-    if not wanted:
-        return
-    from ragscale.metrics.trec import average_precision_at_k, precision_at_k, reciprocal_rank
-
-    grades = m.get("umbrela_scores")
-    for n in wanted:
-        if grades is None:
-            m[n] = None
-        elif n == "MRR":
-            m[n] = reciprocal_rank(grades)
-        else:
-            kind, k = n.split("@")
-            m[n] = (precision_at_k if kind == "P" else average_precision_at_k)(grades, int(k))
 
 
 def null_metric(batch: pa.Table, *, metric: str, judge: str, reason: str) -> pa.Table:

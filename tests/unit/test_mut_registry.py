@@ -57,22 +57,22 @@ def test_catalog_loads_the_real_family_modules(monkeypatch):
 
 
 def test_declare_a_new_metric_adds_it(scratch_catalog):
-    spec = MetricSpec("zz_new_metric", "derive", "custom")
+    spec = MetricSpec("zz_new_metric", "judge", "custom")
     registry.declare(spec)
     assert registry.lookup("zz_new_metric") is spec
     assert scratch_catalog["zz_new_metric"] is spec
 
 
 def test_declare_the_same_facts_twice_is_fine(scratch_catalog):
-    registry.declare(MetricSpec("zz_twice", "derive", "custom"))
-    registry.declare(MetricSpec("zz_twice", "derive", "custom"))  # equal facts: no error
-    assert registry.lookup("zz_twice") == MetricSpec("zz_twice", "derive", "custom")
+    registry.declare(MetricSpec("zz_twice", "judge", "custom"))
+    registry.declare(MetricSpec("zz_twice", "judge", "custom"))  # equal facts: no error
+    assert registry.lookup("zz_twice") == MetricSpec("zz_twice", "judge", "custom")
 
 
 def test_declare_different_facts_under_one_name_is_an_error(scratch_catalog):
-    registry.declare(MetricSpec("zz_clash", "derive", "custom"))
+    registry.declare(MetricSpec("zz_clash", "judge", "custom"))
     with pytest.raises(ValueError, match=r"^metric 'zz_clash' is declared twice with different facts$"):
-        registry.declare(MetricSpec("zz_clash", "derive", "custom", decimals=2))
+        registry.declare(MetricSpec("zz_clash", "judge", "custom", decimals=2))
     assert registry.lookup("zz_clash").decimals == 4  # the first declaration stays
 
 
@@ -181,3 +181,17 @@ def test_record_scalar_of_a_per_passage_vector_is_none():
     assert registry.record_scalar("umbrela_scores", [3, 1, 2]) is None
     assert registry.record_scalar("Extractiveness_RougeL", [0.2, 0.7]) == 0.7  # per passage: the best
     assert registry.record_scalar("Recall", [0.2, 0.7]) == 0.2  # per target: the first
+
+
+def test_a_derived_metric_has_a_derive_function_and_runs_after_what_it_requires():
+    """The catalog computes its derived metrics (issue 34): a derive-stage spec without a derive
+    function, or another stage's with one, is refused; the run's derived metrics come in
+    ``requires`` order, whatever order the run lists them in."""
+    with pytest.raises(ValueError, match="derive function"):
+        MetricSpec("zz_no_fn", "derive", "custom")
+    with pytest.raises(ValueError, match="derive function"):
+        MetricSpec("zz_fn", "judge", "custom", derive=lambda d: None)
+    order = registry.derived_order(["HMean_idk", "RL_F", "RB_agg_idk", "RL_F_idk", "RB_llm_idk", "RB_agg", "P@5", "MRR"])
+    assert order.index("RB_agg") < order.index("RB_agg_idk") < order.index("HMean_idk")
+    assert order.index("RL_F_idk") < order.index("HMean_idk") and order.index("RB_llm_idk") < order.index("HMean_idk")
+    assert "RL_F" not in order and {"P@5", "MRR"} <= set(order)
