@@ -250,13 +250,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         sys.exit(0 if argv else 2)
-    commands = subcommands()
-    if argv[0] in commands:
-        try:
+    try:
+        commands = subcommands()
+        if argv[0] in commands:
             sys.exit(commands[argv[0]](argv[1:]))
-        except BrokenPipeError:  # `ragscale metrics | head`: the reader left, nothing more to say
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+    except BrokenPipeError:  # `ragscale metrics | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except UserError as e:  # e.g. a plugin that fails to load (ragscale.plugins), before any command starts
+        print(f"ragscale: error: {e}", file=sys.stderr)
+        sys.exit(2)
     if "=" in argv[0] or argv[0].startswith("-"):  # `ragscale +scenario=mtrag ...`: the run command
         sys.exit(run_main(argv, prog="ragscale"))
     if argv[0] in COMMAND_HINTS:

@@ -16,14 +16,17 @@ from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, single  # noq
 
 
 def _collect() -> dict[str, JudgeSpec]:
-    """Every judge module's ``JUDGE_SPECS`` (a judge is one module plus its template)."""
+    """Every judge module's ``JUDGE_SPECS`` (a judge is one module plus its template), then the
+    plugins' (ragscale.plugins)."""
+    from ragscale.plugins import contributed
+
     out: dict[str, JudgeSpec] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for spec in getattr(module, "JUDGE_SPECS", ()):
-            if spec.name in out:
-                raise ValueError(f"judge {spec.name!r} is declared twice")
-            out[spec.name] = spec
+    modules = [importlib.import_module(f"{__name__}.{info.name}")
+               for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)]
+    for spec in [s for module in modules for s in getattr(module, "JUDGE_SPECS", ())] + contributed("JUDGE_SPECS"):
+        if spec.name in out:
+            raise ValueError(f"judge {spec.name!r} is declared twice")
+        out[spec.name] = spec
     return out
 
 

@@ -124,6 +124,9 @@ def catalog() -> dict[str, MetricSpec]:
         _loaded = True
         for module in FAMILY_MODULES:
             importlib.import_module(module)
+        from ragscale.plugins import plugin_modules
+
+        plugin_modules()  # other packages' metrics (ragscale.plugins)
     return _CATALOG
 
 

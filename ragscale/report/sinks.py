@@ -221,12 +221,19 @@ SINKS: tuple[SinkSpec, ...] = (
 )
 
 
+def sink_specs() -> tuple[SinkSpec, ...]:
+    """ragscale's report sinks (:data:`SINKS`), then the plugins' ``SINK_SPECS`` (ragscale.plugins)."""
+    from ragscale.plugins import contributed
+
+    return (*SINKS, *contributed("SINK_SPECS"))
+
+
 def check_reports(settings: ReportSettings, metrics: Sequence[str]) -> None:
     """Every setting of the report pass, at plan time: significance's and each sink's."""
     from ragscale.report.significance import check_settings
 
     check_settings(settings.significance)
-    for spec in SINKS:
+    for spec in sink_specs():
         spec.check(settings, metrics)
 
 
@@ -263,7 +270,7 @@ class Outputs:
             except Exception as e:  # noqa: BLE001 - reported, never fatal
                 self._warn_calibration(e)
         self.sinks: dict[str, tuple[str, Sink]] = {}  # SinkSpec.key -> (what a warning calls it, sink)
-        for spec in SINKS:
+        for spec in sink_specs():
             try:
                 sink = spec.open(self.settings, plan, out_dir)
             except Exception as e:  # noqa: BLE001 - reported, never fatal
