@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 
 from ragscale.columns import FIELDS
+from ragscale.metrics.registry import STEPS
 
 # `columns.<field>=<your column name>`: one optional key per field ragscale reads (ragscale/columns.py),
 # so that a typo in a field name fails at compose time
@@ -100,25 +101,9 @@ class ClusterConf:
     nli: PoolConf = field(default_factory=lambda: PoolConf(batch_size=16))
 
 
-@dataclass
-class MetricsConf:
-    """Metric names per MT-RAG step."""
-
-    algorithmic: List[str] = field(default_factory=list)
-    idk: List[str] = field(default_factory=list)
-    ragas: List[str] = field(default_factory=list)
-    radbench: List[str] = field(default_factory=list)
-    idk_condition: List[str] = field(default_factory=list)
-    hmean: List[str] = field(default_factory=list)
-    # TREC RAG families (open-rag-eval)
-    retrieval: List[str] = field(default_factory=list)
-    nuggets: List[str] = field(default_factory=list)
-    citation: List[str] = field(default_factory=list)
-    hallucination: List[str] = field(default_factory=list)
-    no_answer: List[str] = field(default_factory=list)
-    consistency: List[str] = field(default_factory=list)
-    custom: List[str] = field(default_factory=list)  # seed "Evaluation Metrics Documentation"
-    taxonomy: List[str] = field(default_factory=list)  # seed "Metrics Taxonomy"
+# Metric names per step (``metrics.<step>``): one list per step of the catalog (ragscale.metrics.registry.STEPS:
+# MT-RAG's steps, the TREC RAG families of open-rag-eval, consistency, custom and taxonomy).
+MetricsConf = make_dataclass("MetricsConf", [(step, List[str], field(default_factory=list)) for step in STEPS])
 
 
 @dataclass
