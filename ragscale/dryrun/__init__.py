@@ -37,7 +37,7 @@ Prompt tokens are counted with the judge model's own tokenizer where it is local
 llama-cpp-python's chat handler on a vocabulary-only model, the very code that tokenizes the run's
 prompts; a vLLM model folder: its chat template and tokenizer), else estimated as characters / 4.
 Expected completion tokens: the mean of the judge's outputs in the judge cache when this dry run met
-some, else ``COMPLETION_TOKENS`` (capped at the prompt's ``max_tokens``).
+some, else the judge's ``JudgeSpec.completion_tokens`` (capped at the prompt's ``max_tokens``).
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ from typing import Sequence
 from ragscale.errors import OneLineParser, UserError
 from ragscale.dryrun.judges import DryJudges, DryRun, JudgeTotals, cost, dry_run, format_table
 from ragscale.dryrun.synthetic import UMBRELA_GRADE, sentences
-from ragscale.dryrun.tokens import CHARS_PER_TOKEN, COMPLETION_TOKENS, DEFAULT_COMPLETION_TOKENS, TokenCounter
+from ragscale.dryrun.tokens import CHARS_PER_TOKEN, DEFAULT_COMPLETION_TOKENS, TokenCounter, completion_tokens
 
-__all__ = ["CHARS_PER_TOKEN", "COMPLETION_TOKENS", "DEFAULT_COMPLETION_TOKENS", "DryJudges", "DryRun", "JudgeTotals",
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_COMPLETION_TOKENS", "DryJudges", "DryRun", "JudgeTotals", "completion_tokens",
            "TokenCounter", "UMBRELA_GRADE", "cost", "dry_run", "format_table", "main", "sentences"]
 
 

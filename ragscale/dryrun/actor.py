@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ragscale.actors.judge import JudgeActor, reask_sampling
 from ragscale.judges.base import JudgePrompt, Undefined, cache_key
 from ragscale.dryrun.synthetic import SYNTHETIC, Trace, output_field
-from ragscale.dryrun.tokens import COMPLETION_TOKENS, DEFAULT_COMPLETION_TOKENS, TokenCounter
+from ragscale.dryrun.tokens import TokenCounter, completion_tokens
 
 # What the recorder answers for a prompt it would send (never a real output: it holds NUL characters).
 NOT_GENERATED = "\x00ragscale prompts: not generated\x00"
@@ -54,8 +54,7 @@ class _Recorder:
                 "schema": p.schema,
                 "cache_key": cache_key(self.name, self.model, p, {"temperature": temperature, "seed": seed}),
                 "estimated": estimated, "prompt_tokens": tokens,
-                "expected_completion_tokens": min(p.max_tokens,
-                                                  COMPLETION_TOKENS.get(p.judge, DEFAULT_COMPLETION_TOKENS)),
+                "expected_completion_tokens": min(p.max_tokens, completion_tokens(p.judge)),
             })
             out.append(Generation(NOT_GENERATED, tokens, 0))
             if on_done is not None:

@@ -12,13 +12,7 @@ from typing import Any, Callable, Mapping
 # Expected completion tokens of one prompt of a judge when the judge cache holds none of its outputs
 # (capped at the prompt's max_tokens): typical outputs of a 7B-class instruct judge, the JSON answer
 # with its bounded rationale where the prompt asks for one.
-COMPLETION_TOKENS = {
-    "idk": 8, "underspecified": 8, "no_answer": 10, "umbrela": 8, "citation": 10,
-    "radbench": 120, "factual_consistency": 80, "ragas_faithfulness": 150, "nuggets": 100,
-    "ragas_answer_relevancy": 40, "ragas_context_precision": 60, "ragas_context_recall": 100,
-    "taxonomy_retrieval": 60, "taxonomy_grounding": 60, "taxonomy_generation": 60,
-}
-DEFAULT_COMPLETION_TOKENS = 100
+DEFAULT_COMPLETION_TOKENS = 100  # a prompt of no registered judge (each judge declares its own: JudgeSpec.completion_tokens)
 CHARS_PER_TOKEN = 4  # the estimate where the judge model's tokenizer is not local (an API model)
 
 
@@ -95,3 +89,12 @@ class TokenCounter:
             return len(tok(text, add_special_tokens=False)["input_ids"])
 
         return count
+
+
+def completion_tokens(judge: str) -> int:
+    """The dry run's estimate of one answer's tokens from ``judge`` (its JudgeSpec's; the default
+    for a prompt of no registered judge)."""
+    from ragscale.judges import JUDGES
+
+    spec = JUDGES.get(judge)
+    return spec.completion_tokens if spec is not None else DEFAULT_COMPLETION_TOKENS

@@ -204,6 +204,8 @@ class JudgeSpec:
     # own judges), it runs ``constrained`` whatever the run asks. A judge that has one takes
     # ``protocol=`` and ``model=`` (the judge model's name) in ``start``.
     reference_version: str | None = None
+    # the dry run's estimate of one answer's tokens (ragscale prompts; capped at a prompt's max_tokens)
+    completion_tokens: int = 100
 
     def __post_init__(self) -> None:
         if not self.metrics:

@@ -144,4 +144,5 @@ declare(*(MetricSpec(name, "judge", "citation", scalar=True, short=short, needs=
           for name, short in zip(METRICS, ("CitP", "CitR", "CitF1"))))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), reference_version=REFERENCE_VERSION),)
+JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), reference_version=REFERENCE_VERSION,
+                         completion_tokens=10),)

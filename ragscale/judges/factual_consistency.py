@@ -67,4 +67,4 @@ declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ",
                    reference="ragscale: a judge-based stand-in, never a silent HHEM substitute (opt-in)"))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, METRIC, VERSION, start),)
+JUDGE_SPECS = (JudgeSpec(NAME, METRIC, VERSION, start, completion_tokens=80),)

@@ -172,4 +172,5 @@ def from_record(obj: dict, row: dict, protocol: str = "constrained", model: str 
 declare(MetricSpec("RL_F", "judge", "ragas", needs=("question", "contexts"), aliases=("faithfulness",), bounds=UNIT, reference="ragas Faithfulness (MT-RAG step 3)"))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, "RL_F", VERSION, from_record, reference_version=REFERENCE_VERSION),)
+JUDGE_SPECS = (JudgeSpec(NAME, "RL_F", VERSION, from_record, reference_version=REFERENCE_VERSION,
+                         completion_tokens=150),)

@@ -90,4 +90,5 @@ def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "")
     return single(render(turns_of(obj), row["prediction"]), parse)
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start, reference_version=REFERENCE_VERSION),)
+JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start, reference_version=REFERENCE_VERSION,
+                         completion_tokens=8),)

@@ -105,4 +105,5 @@ def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "")
     return (yield from start(obj, row, protocol))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, "answered", VERSION, _start, reference_version=REFERENCE_VERSION),)
+JUDGE_SPECS = (JudgeSpec(NAME, "answered", VERSION, _start, reference_version=REFERENCE_VERSION,
+                         completion_tokens=10),)

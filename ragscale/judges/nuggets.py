@@ -230,4 +230,4 @@ declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_s
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), after=("umbrela",),
-                         reference_version=REFERENCE_VERSION),)
+                         reference_version=REFERENCE_VERSION, completion_tokens=100),)

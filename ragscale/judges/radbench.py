@@ -131,4 +131,5 @@ def _reference(turns: Sequence[dict], reference: str, documents: Sequence[str], 
     return (yield prompt, ref.extract_rating)
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, "RB_llm", VERSION, _start, reference_version=REFERENCE_VERSION),)
+JUDGE_SPECS = (JudgeSpec(NAME, "RB_llm", VERSION, _start, reference_version=REFERENCE_VERSION,
+                         completion_tokens=120),)

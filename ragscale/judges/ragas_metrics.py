@@ -312,7 +312,10 @@ declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=needs, aliases=a
 
 
 JUDGE_SPECS = (
-    JudgeSpec(ANSWER_RELEVANCY, "answer_relevancy", VERSION, answer_relevancy, reference_version=REFERENCE_VERSION),
-    JudgeSpec(CONTEXT_PRECISION, "context_precision", VERSION, context_precision, reference_version=REFERENCE_VERSION),
-    JudgeSpec(CONTEXT_RECALL, "context_recall", VERSION, context_recall, reference_version=REFERENCE_VERSION),
+    JudgeSpec(ANSWER_RELEVANCY, "answer_relevancy", VERSION, answer_relevancy, reference_version=REFERENCE_VERSION,
+              completion_tokens=40),
+    JudgeSpec(CONTEXT_PRECISION, "context_precision", VERSION, context_precision, reference_version=REFERENCE_VERSION,
+              completion_tokens=60),
+    JudgeSpec(CONTEXT_RECALL, "context_recall", VERSION, context_recall, reference_version=REFERENCE_VERSION,
+              completion_tokens=100),
 )

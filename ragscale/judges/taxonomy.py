@@ -209,7 +209,7 @@ def generation(obj: dict, row: dict) -> JudgeRun:
 METRICS = {RETRIEVAL: RETRIEVAL_METRICS, GROUNDING: tuple(GROUNDING_METRICS), GENERATION: tuple(GENERATION_METRICS)}
 
 
-JUDGE_SPECS = tuple(JudgeSpec(name, metrics[0], VERSION, start, metrics)
+JUDGE_SPECS = tuple(JudgeSpec(name, metrics[0], VERSION, start, metrics, completion_tokens=60)
                     for name, start, metrics in ((RETRIEVAL, retrieval, METRICS[RETRIEVAL]),
                                                  (GROUNDING, grounding, METRICS[GROUNDING]),
                                                  (GENERATION, generation, METRICS[GENERATION])))

@@ -278,4 +278,4 @@ declare(
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, "umbrela_scores", VERSION, start, ("umbrela_scores", "umbrela_mean"),
-                         reference_version=REFERENCE_VERSION),)
+                         reference_version=REFERENCE_VERSION, completion_tokens=8),)

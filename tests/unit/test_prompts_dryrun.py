@@ -15,7 +15,7 @@ from ragscale.actors.engines import model_name, resolve
 from ragscale.judges import faithfulness, idk, radbench
 from ragscale.judges.base import cache_key
 from ragscale.judges.cache import JudgeCache
-from ragscale.dryrun import (COMPLETION_TOKENS, UMBRELA_GRADE, DryJudges, JudgeTotals, cost, format_table, main,
+from ragscale.dryrun import (UMBRELA_GRADE, DryJudges, JudgeTotals, cost, format_table, main,
                               sentences)
 from ragscale.record import read_record
 
@@ -195,11 +195,15 @@ def test_cost_arithmetic_and_the_table():
     assert "cost USD" not in format_table(DryRun([u], {}, 2))[0]  # no prices, no cost
 
 
-def test_completion_estimates_are_capped_at_max_tokens():
-    from ragscale.dryrun import DEFAULT_COMPLETION_TOKENS
+def test_completion_estimates_are_declared_with_each_judge():
+    """Each judge declares its dry-run estimate (JudgeSpec.completion_tokens), at most what its
+    prompts allow; a prompt of no registered judge gets the default."""
+    from ragscale.dryrun import DEFAULT_COMPLETION_TOKENS, completion_tokens
+    from ragscale.judges import JUDGES
 
-    assert COMPLETION_TOKENS["idk"] <= idk.render([], "x").max_tokens
-    assert all(isinstance(v, int) and v > 0 for v in COMPLETION_TOKENS.values()) and DEFAULT_COMPLETION_TOKENS > 0
+    assert completion_tokens("idk") == JUDGES["idk"].completion_tokens == 8 <= idk.render([], "x").max_tokens
+    assert all(isinstance(s.completion_tokens, int) and s.completion_tokens > 0 for s in JUDGES.values())
+    assert completion_tokens("no_such_judge") == DEFAULT_COMPLETION_TOKENS > 0
 
 
 def test_model_name_is_what_the_engines_report(tmp_path):
