@@ -96,14 +96,14 @@ def run_needs(cfg: Any, steps: Sequence[str], metrics: Sequence[str], encoder_em
     """(subject, part) for every part of ``EXTRAS`` that a run of ``metrics`` uses: the model
     stages of its metrics, the consistency step's and answer relevancy's encoder (``encoder_embeds``:
     no embeddings endpoint), and the engine of its judge and of each judge panel member."""
-    from ragscale.metrics.registry import lookup
+    from ragscale.metrics.registry import embedded, lookup
 
     stage = {m: lookup(m).stage for m in metrics}
     needs = [(m, stage[m]) for m in metrics if stage[m] in ("encoder", "nli")]
     if "consistency" in steps:
         needs.append(("consistency", "encoder"))
     if encoder_embeds:
-        needs.append(("answer_relevancy", "encoder"))
+        needs += [(m, "encoder") for m in embedded(metrics)]
     judged = [m for m in metrics if stage[m] == "judge"]
     if judged:
         needs += [(m, cfg.judge.engine) for m in judged]

@@ -74,7 +74,9 @@ class RunPlan:
             out["expectations_sha256"] = self.expectations.sha256
         if self.judge_kwargs.get("options"):
             out["judge_options"] = self.judge_kwargs["options"]
-        if self.relevancy_kwargs and "answer_relevancy" in self.metrics:  # absent offline: old fingerprints hold
+        from ragscale.metrics.registry import embedded
+
+        if self.relevancy_kwargs and embedded(self.metrics):  # absent offline: old fingerprints hold
             out["relevancy_embeddings"] = {k: self.relevancy_kwargs[k] for k in ("model", "base_url")}
         if self.panel_kwargs:
             out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")}
@@ -205,7 +207,7 @@ def plan_run(cfg: Any) -> RunPlan:
     """Check the config, inputs and model paths and decide the run; every problem is a one-line UserError."""
     from omegaconf import OmegaConf
 
-    from ragscale.metrics.registry import stages_for
+    from ragscale.metrics.registry import embedded, stages_for
     from ragscale.tracking import check_tracking
 
     steps, metrics = _metrics(cfg)
@@ -223,8 +225,8 @@ def plan_run(cfg: Any) -> RunPlan:
     from ragscale.actors.embeddings_http import plan_embeddings
 
     relevancy_kwargs = plan_embeddings(OmegaConf.to_container(cfg.relevancy, resolve=True),
-                                       used="answer_relevancy" in metrics)
-    encoder_embeds = "answer_relevancy" in metrics and not relevancy_kwargs  # answer relevancy's sentence embeddings
+                                       used=bool(embedded(metrics)))
+    encoder_embeds = bool(embedded(metrics)) and not relevancy_kwargs  # answer relevancy's sentence embeddings
     stages = stages_for(metrics) | {"lexical"}
     check_extras(cfg, steps, metrics, encoder_embeds)  # the extras the run needs are installed (ragscale/extras.py)
     cluster = OmegaConf.to_container(cfg.cluster, resolve=True)

@@ -58,7 +58,9 @@ def relevancy_embeddings(plan: Any) -> dict | None:
     """run.json's ``models.answer_relevancy_embeddings``: what embedded answer relevancy's
     questions, the run's encoder or an endpoint (its URL, model and the NAME of the key's
     variable; never the key); None when the run has no answer relevancy."""
-    if "answer_relevancy" not in plan.metrics:
+    from ragscale.metrics.registry import embedded
+
+    if not embedded(plan.metrics):
         return None
     kw = getattr(plan, "relevancy_kwargs", None)
     if kw:

@@ -37,6 +37,7 @@ def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) ->
     from ragscale.cachedir import judge_cache_path
     from ragscale.errors import UserError
     from ragscale.judges import JUDGED
+    from ragscale.metrics.registry import lookup
 
     pool = cluster.get("judge") or {}
     judged = list(dict.fromkeys(JUDGED[m] for m in metrics if m in JUDGED))
@@ -44,7 +45,7 @@ def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) ->
     on_panel: list[str] = []
     panel_kwargs: list[dict] = []
     if panel:
-        single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,) and m != "answer_relevancy"]
+        single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,) and not lookup(m).embedded]
         for m in cfg.panel_metrics:
             if m not in single:
                 raise UserError(f"panel_metrics: {m!r} is not a single-score judged metric ({', '.join(single)})")

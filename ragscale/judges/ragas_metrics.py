@@ -303,7 +303,8 @@ def context_recall(obj: dict, row: dict, protocol: str = "constrained", model: s
 
 
 declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=needs, aliases=aliases, reference=f"ragas 0.4.3 {ref}",
-                     bounds=(-1.0, 1.0) if name == "answer_relevancy" else UNIT)  # answer_relevancy: a mean cosine
+                     bounds=(-1.0, 1.0) if name == "answer_relevancy" else UNIT,  # answer_relevancy: a mean cosine
+                     embedded=name == "answer_relevancy")  # of the generated questions' embeddings
           for name, ref, needs, aliases in (
               ("answer_relevancy", "ResponseRelevancy", ("question",), ("response_relevancy",)),
               ("context_precision", "LLMContextPrecisionWithReference", ("question", "contexts", "reference"),

@@ -37,7 +37,9 @@ class MetricSpec:
     BERTScore; a flag's is (0, 1)), which keeps intervals of means inside it; ``compute``: a
     lexical metric's function ``(prediction, targets, passages) -> value``; ``derive``: a derived
     (``derive`` stage) metric's function ``(Derivation) -> value`` of the record's metrics so far,
-    run after every metric it ``requires`` (:func:`derived_order`)."""
+    run after every metric it ``requires`` (:func:`derived_order`); ``embedded``: a judged metric
+    whose value comes from embedding its judge's outputs in the relevancy stage (ragas' answer
+    relevancy: the generated questions' cosine similarity to the question; :func:`embedded`)."""
 
     name: str
     stage: str
@@ -56,6 +58,7 @@ class MetricSpec:
     aliases: tuple[str, ...] = ()  # other names users know it by (ragas', open-rag-eval's), accepted wherever a name is
     bounds: tuple[float, float] | None = None
     derive: Callable[["Derivation"], Any] | None = None
+    embedded: bool = False
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES or self.shape not in SHAPES:
@@ -240,6 +243,12 @@ def resolve_metrics(names: Sequence[str], steps: Sequence[str]) -> list[str]:
             need = ", ".join(f"{r} (step {lookup(r).family})" for r in missing)
             raise UserError(f"metric {n!r} needs {need} to be enabled too")
     return chosen
+
+
+def embedded(metrics: Sequence[str]) -> list[str]:
+    """The run's metrics whose value comes from embeddings of their judge's outputs (``embedded``):
+    what the relevancy stage computes, and what needs the encoder or an embeddings endpoint."""
+    return [m for m in metrics if (spec := lookup(m)) is not None and spec.embedded]
 
 
 def stages_for(metrics: Sequence[str]) -> set[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ragscale.errors import UserError
-from ragscale.metrics.registry import lookup
+from ragscale.metrics.registry import embedded, lookup
 from ragscale.pipeline.stage import Stage
 
 RELEVANCY_DETAILS = "details:ragas_answer_relevancy"  # what ragas' answer-relevancy judge leaves for the encoder
@@ -90,14 +90,15 @@ def build_stages(plan: Any) -> list[Stage]:
                                 produces=frozenset({"hhem"}), batch_size=None))
     if "judge" in plan.stages:
         stages.extend(_judge_stages(plan))
-    if "answer_relevancy" in metrics:
+    relevancy = embedded(metrics)
+    if relevancy:
         # the encoder pool's settings; with an embeddings endpoint (relevancy.embeddings=openai) no
         # encoder is loaded and the actor, an HTTP client, holds no GPU
         endpoint = getattr(plan, "relevancy_kwargs", None) or {}
         pool = dict(plan.cluster.get("encoder", {}), **({"num_gpus": 0.0} if endpoint else {}))
         stages.append(Stage("relevancy", RelevancyActor,
                             {"endpoint": endpoint} if endpoint else {"encoder": plan.encoder_kwargs},
-                            needs=frozenset({RELEVANCY_DETAILS}), produces=frozenset({"answer_relevancy"}),
+                            needs=frozenset({RELEVANCY_DETAILS}), produces=frozenset(relevancy),
                             pool=pool, batch_size=256, restart_counter="encoder_relevancy_actor_restarts"))
     if "derive" in plan.stages:
         tags = panel_tags(plan)
