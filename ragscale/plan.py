@@ -203,6 +203,18 @@ def plan_consistency(c: Any, run_encoder: dict, run_plan: dict, cluster: dict) -
     return {"min_runs": c.min_runs, "encoder": encoder, "encoder_kwargs": kwargs, "baseline": baseline}
 
 
+def _plain(node: Any) -> Any:
+    """A config block as a plain object (its structured config's dataclass), not the config's node."""
+    from types import SimpleNamespace
+
+    from omegaconf import DictConfig, OmegaConf
+
+    if not isinstance(node, DictConfig):
+        return node
+    obj = OmegaConf.to_object(node)
+    return SimpleNamespace(**obj) if isinstance(obj, dict) else obj
+
+
 def plan_run(cfg: Any) -> RunPlan:
     """Check the config, inputs and model paths and decide the run; every problem is a one-line UserError."""
     from omegaconf import OmegaConf
@@ -219,7 +231,9 @@ def plan_run(cfg: Any) -> RunPlan:
     check_fields(files, field_needs(metrics))  # answers, and what the chosen metrics need, are there
     from ragscale.report.sinks import ReportSettings, check_reports
 
-    reports = ReportSettings.of(cfg)
+    reports = ReportSettings(significance=_plain(cfg.significance), calibration=_plain(cfg.calibration),
+                             agreement=_plain(cfg.agreement), export_csv=bool(cfg.trec.export_csv),
+                             html_report=bool(cfg.html_report))
     check_reports(reports, metrics)  # significance, calibration, agreement: before any work
     expectations = _expectations(cfg, metrics)
     from ragscale.actors.embeddings_http import plan_embeddings

@@ -23,7 +23,6 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, Callable, Protocol, Sequence
 
 from ragscale.errors import UserError
@@ -43,23 +42,6 @@ class ReportSettings:
     agreement: Any
     export_csv: bool = True
     html_report: bool = True
-
-    @classmethod
-    def of(cls, cfg: Any) -> "ReportSettings":
-        """From a composed config (its blocks as plain objects, not the config's nodes)."""
-        def plain(node: Any) -> Any:
-            try:
-                from omegaconf import DictConfig, OmegaConf
-            except ImportError:  # pragma: no cover - omegaconf comes with hydra-core
-                return node
-            if not isinstance(node, DictConfig):
-                return node
-            obj = OmegaConf.to_object(node)
-            return SimpleNamespace(**obj) if isinstance(obj, dict) else obj
-
-        return cls(significance=plain(cfg.significance), calibration=plain(cfg.calibration),
-                   agreement=plain(cfg.agreement), export_csv=bool(cfg.trec.export_csv),
-                   html_report=bool(cfg.html_report))
 
 
 @dataclass(frozen=True)
