@@ -1,6 +1,7 @@
 """The ``ragscale`` command: ``run`` (Hydra overrides, ``-m`` for sweeps), ``scenarios``,
 ``metrics``, ``plot``, ``report``, ``agree``, ``compare``, ``calibrate``, ``prompts``. A thin layer
-over ragscale.driver / ragscale.report: every subcommand is also ``python -m ragscale.<name>``.
+over ragscale.driver / ragscale.report: every subcommand is also ``python -m ragscale.<name>``
+(``prompts``: ``python -m ragscale.dryrun``).
 
 The overrides are checked before Hydra sees them (ragscale.overrides): secrets refused in every
 mode, and a bad override is one line in the user's words (exit code 2) for a single run and for

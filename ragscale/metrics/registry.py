@@ -129,7 +129,11 @@ def catalog() -> dict[str, MetricSpec]:
             importlib.import_module(module)
         from ragscale.plugins import plugin_modules
 
-        plugin_modules()  # other packages' metrics (ragscale.plugins)
+        try:
+            plugin_modules()  # other packages' metrics (ragscale.plugins)
+        except Exception:
+            _loaded = False  # a plugin that fails to load fails every call, never a catalog without it
+            raise
     return _CATALOG
 
 
