@@ -195,3 +195,18 @@ def test_a_derived_metric_has_a_derive_function_and_runs_after_what_it_requires(
     assert order.index("RB_agg") < order.index("RB_agg_idk") < order.index("HMean_idk")
     assert order.index("RL_F_idk") < order.index("HMean_idk") and order.index("RB_llm_idk") < order.index("HMean_idk")
     assert "RL_F" not in order and {"P@5", "MRR"} <= set(order)
+
+
+def test_a_plugin_that_fails_to_load_fails_every_catalog_call(monkeypatch):
+    """ragscale.plugins: the catalog never answers without a plugin that failed to load (a later
+    call does not find a catalog that silently lacks its metrics)."""
+    from ragscale import plugins
+
+    def broken():
+        raise UserError("ragscale plugin 'demo' (demo_module) failed to load: RuntimeError: no")
+
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(plugins, "plugin_modules", broken)
+    for _ in range(2):
+        with pytest.raises(UserError, match="plugin 'demo'"):
+            registry.catalog()
