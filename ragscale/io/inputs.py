@@ -173,35 +173,18 @@ class Pointer:
 def _ids_of(obj: Any, f: InputFile) -> tuple[str | None, int | None]:
     """(task id for grouping a sweep, hash of the (model, task, run) slot) of a parsed record, read
     through the file's column names as the reader reads it."""
-    from ragscale.columns import remap
-    from ragscale.io.identity import slot_of
+    from ragscale.io.scan_ids import ids_of
 
-    if not isinstance(obj, dict):
-        return None, None
-    view = remap(obj, f.column_map) if f.columns else obj
-    task = view.get("task_id")
-    slot = slot_of(view, f.stem)
-    return (None if task is None else str(task)), (None if slot is None else hash(slot))
+    return ids_of(obj, f.column_map, f.stem)
 
 
-def _jsonl_pointers(i: int, f: InputFile, with_tasks: bool) -> Iterator[Pointer]:
-    from ragscale.io.csv_rows import BOM
-    from ragscale.io.lines import LineError, parse
+def _jsonl_pointers(i: int, f: InputFile, with_tasks: bool, fast: bool = True) -> Iterator[Pointer]:
+    """A JSONL file's pointers (ragscale.io.scan_ids: the ids without a json.loads per line; ``fast=False``:
+    every line fully parsed, the reference the fast scan is tested against)."""
+    from ragscale.io.scan_ids import line_ids
 
-    offset = 0
-    with open(f.read_path, "rb") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if lineno == 1 and line.startswith(BOM):  # skipped, as the CSV readers skip it
-                offset, line = len(BOM), line[len(BOM):]
-            if line.strip():
-                task, slot = None, None
-                if with_tasks:
-                    try:
-                        task, slot = _ids_of(parse(line), f)
-                    except LineError:  # the reader makes it this line's error
-                        pass
-                yield Pointer(i, lineno, offset, task, slot)
-            offset += len(line)
+    for lineno, offset, task, slot in line_ids(f.read_path, f.column_map, f.stem, with_tasks=with_tasks, fast=fast):
+        yield Pointer(i, lineno, offset, task, slot)
 
 
 def parquet_file(path: str) -> Any:
@@ -236,12 +219,13 @@ def _parquet_pointers(i: int, f: InputFile, with_tasks: bool) -> Iterator[Pointe
             row += 1
 
 
-def scan(files: Sequence[InputFile], *, with_tasks: bool) -> Iterator[Pointer]:
+def scan(files: Sequence[InputFile], *, with_tasks: bool, fast: bool = True) -> Iterator[Pointer]:
     """Yield a pointer per record (non-blank JSONL line or Parquet row), in input order; with
-    ``with_tasks``, its task id and (model, task, run) slot too (a line that cannot be read has none)."""
+    ``with_tasks``, its task id and (model, task, run) slot too (a line that cannot be read has none).
+    ``fast=False`` parses every JSONL line in full (the same pointers, slower: ragscale.io.scan_ids)."""
     for i, f in enumerate(files):
         if f.read_fmt == "jsonl":
-            yield from _jsonl_pointers(i, f, with_tasks)
+            yield from _jsonl_pointers(i, f, with_tasks, fast)
         else:
             yield from _parquet_pointers(i, f, with_tasks)
 
@@ -268,15 +252,15 @@ class PointerArray:
         self.first = np.full(len(line), -1, np.int64) if first is None else first
 
     @classmethod
-    def scan(cls, files: Sequence[InputFile], *, with_tasks: bool) -> "PointerArray":
+    def scan(cls, files: Sequence[InputFile], *, with_tasks: bool, fast: bool = True) -> "PointerArray":
         """``scan()`` into columns (input order), without keeping a Pointer per record; with
         ``with_tasks``, each record that repeats an earlier one's (model, task, run) is marked with
-        that record's key_code (``first``: ragscale.io.identity)."""
+        that record's key_code (``first``: ragscale.io.identity); ``fast``: as ``scan()``'s."""
         from array import array
 
         fi, ln, off, th, ht, sh = array("i"), array("q"), array("q"), array("q"), array("b"), array("q")
         slotted = array("q")  # positions of the records with a slot
-        for n, p in enumerate(scan(files, with_tasks=with_tasks)):
+        for n, p in enumerate(scan(files, with_tasks=with_tasks, fast=fast)):
             fi.append(p.file_idx)
             ln.append(p.line)
             off.append(p.offset)
