@@ -4,19 +4,23 @@ r"""Benchmark: the driver's ceiling, the records per second the DRIVER side of a
 Everything the driver does with a record once the pool has scored it, with workers that return at
 once, timed per component, on the same records in one run:
 
-- ``pool_to_driver``: a Ray Dataset of finished rows (``ragscale.record.ROW_SCHEMA``, in blocks of
-  ``--block-rows``, stored in the object store before the clock starts) through one ``map_batches``
-  that returns its batch unchanged, iterated as ``ragscale.pipeline.dataset.run_pipeline`` does
-  (``iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1)``, the
-  ``OUTPUT_COLUMNS`` selected, ``to_pylist``, the batch counters summed);
-- ``write``: the same rows (fetched outside the clock) into records.jsonl through
-  ``ragscale.io.output.RecordWriter.write_lines`` with ``output_line``, as the driver's ``on_rows``
-  feeds it (record keys checked against a ``RecordKeys`` of the run's pointers);
+- ``pool_to_driver``: a Ray Dataset of what the pipeline's last task hands the driver (each finished
+  row's records.jsonl line with its key, error flag and the batch's counters:
+  ``ragscale.pipeline.cpu_stages.output_lines``, in blocks of ``--block-rows``, stored in the object
+  store before the clock starts) through one ``map_batches`` that returns its batch unchanged,
+  iterated as ``ragscale.pipeline.dataset.run_pipeline`` does (``iter_batches(batch_size=None,
+  batch_format="pyarrow", prefetch_batches=1)``, ``to_pylist``, the batch counters summed);
+- ``write``: the same lines (fetched outside the clock) into records.jsonl through
+  ``ragscale.io.output.RecordWriter.write_lines``, as the driver's ``on_rows`` feeds it (record keys
+  checked against a ``RecordKeys`` of the run's pointers);
 - the report pass of ``ragscale.driver._finish``: ``Outputs(plan, out_dir, printer)`` for the
   ``+scenario=mtrag`` plan (the config's defaults: significance on with 10,000 resamples, the HTML
   report on, no calibration or agreement labels; the open-rag-eval export is for TREC steps), timed as
   ``report_read`` (the one pass over records.jsonl), ``report_finish_summary`` (summary.json/csv,
   records.parquet, the significance block) and ``report_finish_reports`` (leaderboard, report.html).
+
+``workers_format_lines`` is not the driver's: the seconds the workers (Ray tasks on the machine's
+cores) take to turn the finished rows into those lines, before the clock of the driver's passes.
 
 The baseline, in the same run: the floor of any pass over the file, records.jsonl read line by
 line with ``json.loads`` only. ``driver_loop`` (unless ``--skip-loop``) is the pipeline's own loop,
@@ -98,7 +102,7 @@ def base_rows(sample: str = SAMPLE, golden: str = GOLDEN) -> list[dict]:
             key = f"{stem}:{line_no}"
             row = read_record(raw, key=key, model_id=obj.get("model_id") or stem, task_id=obj.get("task_id"),
                               source_file=sample, source_line=line_no, need_targets=True).to_row()
-            row["metrics"] = json.dumps(scored[key]["metrics"])
+            row["metrics"] = scored[key]["metrics"]
             row["error"] = scored[key].get("error")
             rows.append(row)
     return rows
@@ -139,7 +143,7 @@ def prepare_base(rows: list[dict]) -> list[list[dict]]:
     tasks: dict[str, list[dict]] = {}
     for r in rows:
         tasks.setdefault(r["task_id"], []).append(
-            {**r, "_template": input_template(r["input_json"]), "_metrics": json.loads(r["metrics"] or "{}")})
+            {**r, "_template": input_template(r["input_json"]), "_metrics": dict(r["metrics"] or {})})
     return list(tasks.values())
 
 
@@ -153,22 +157,23 @@ def replicate(base: list[list[dict]], i: int, models: int, source_file: str) -> 
     task, model = f"{b['task_id']}#{t // len(base)}", f"model-{m:02d}"
     row = {k: v for k, v in b.items() if not k.startswith("_")}
     row.update(key=f"{TAG}:{i}", model_id=model, task_id=task, source_file=source_file, source_line=i,
-               input_json=fill(b["_template"], task, model), metrics=json.dumps(nudged(b["_metrics"], i, m)),
+               input_json=fill(b["_template"], task, model), metrics=nudged(b["_metrics"], i, m),
                stats=None)
     return row
 
 
 def make_block(base: list[list[dict]], start: int, count: int, models: int, source_file: str):  # noqa: ANN201
-    """Records ``start`` .. ``start + count - 1`` as one Arrow table of ROW_SCHEMA; the first row
-    carries the batch's counters (``stats``), as a stage's batch does."""
-    import pyarrow as pa
-
-    from ragscale.record import ROW_SCHEMA
+    """Records ``start`` .. ``start + count - 1`` as one Arrow table in the row schema of the base
+    rows' metrics (ragscale.row); the first row carries the batch's counters (``stats``), as a
+    stage's batch does."""
+    from ragscale.pipeline.stage import to_table
+    from ragscale.row import row_schema
 
     rows = [replicate(base, i, models, source_file) for i in range(start, start + count)]
     if rows:
         rows[0]["stats"] = json.dumps({"time_derive": 0.001, "records_in": count})
-    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    names = [m for task in base for r in task for m in r["_metrics"]]
+    return to_table(rows, row_schema(names), "derive")
 
 
 def spans(n: int, block: int) -> list[tuple[int, int]]:
@@ -279,12 +284,11 @@ def _iterate(refs: list, on_rows=None) -> tuple[int, float, dict]:  # noqa: ANN0
     """run_pipeline's loop over the pool's output: (rows, seconds, summed counters); ``on_rows``
     gets each batch's rows as the driver's does."""
     from ragscale.pipeline.stage import sum_stats
-    from ragscale.record import OUTPUT_COLUMNS
 
     ds, stats, n = _dataset(refs), {}, 0
     t0 = time.perf_counter()
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
-        rows = batch.select(list(OUTPUT_COLUMNS)).to_pylist()
+        rows = batch.to_pylist()
         sum_stats(rows, stats)
         if on_rows is not None:
             on_rows(rows)
@@ -311,15 +315,13 @@ def _write(refs: list, out_dir: str, n: int, source_file: str) -> tuple[float, f
     fetching the blocks with ``ray.get`` and converting them as the driver does, without Ray Data)."""
     import ray
 
-    from ragscale.record import OUTPUT_COLUMNS, output_line
-
     writer, spent, fetch = _writer(out_dir, n, source_file), 0.0, 0.0
     try:
         for ref in refs:
             t0 = time.perf_counter()
-            rows = ray.get(ref).select(list(OUTPUT_COLUMNS)).to_pylist()
+            rows = ray.get(ref).to_pylist()
             t1 = time.perf_counter()
-            writer.write_lines((r["key"], output_line(r), r["error"] is not None) for r in rows)
+            writer.write_lines((r["key"], r["line"], r["errored"]) for r in rows)
             spent += time.perf_counter() - t1
             fetch += t1 - t0
     finally:
@@ -331,12 +333,10 @@ def _write(refs: list, out_dir: str, n: int, source_file: str) -> tuple[float, f
 
 def _loop(refs: list, out_dir: str, n: int, source_file: str) -> float:
     """Iterate and write in one loop, as run_pipeline + the driver's on_rows do."""
-    from ragscale.record import output_line
-
     writer = _writer(out_dir, n, source_file)
     try:
         _, seconds, _ = _iterate(refs, lambda rows: writer.write_lines(
-            (r["key"], output_line(r), r["error"] is not None) for r in rows))
+            (r["key"], r["line"], r["errored"]) for r in rows))
     finally:
         writer.close()
     return seconds
@@ -384,16 +384,25 @@ def run_size(n: int, args: argparse.Namespace, base: list[list[dict]], cfg, plan
     holds only their references, as in a run), then every pass over them."""
     import ray
 
+    from ragscale.pipeline.cpu_stages import output_lines
+
     source_file = os.path.join(work, "bench-input.jsonl")  # named in the records' provenance; never read
-    make = ray.remote(make_block)
+    make, fmt = ray.remote(make_block), ray.remote(output_lines)
     base_ref = ray.put(base)
     t0 = time.perf_counter()
-    refs = [make.remote(base_ref, s, c, args.models, source_file) for s, c in spans(n, args.block_rows)]
-    ray.wait(refs, num_returns=len(refs), fetch_local=False)
+    rows = [make.remote(base_ref, s, c, args.models, source_file) for s, c in spans(n, args.block_rows)]
+    ray.wait(rows, num_returns=len(rows), fetch_local=False)
     build_s = time.perf_counter() - t0
+    # the pipeline's last task, in the workers: each row's records.jsonl line (timed, not the driver's)
+    t0 = time.perf_counter()
+    refs = [fmt.remote(r) for r in rows]
+    ray.wait(refs, num_returns=len(refs), fetch_local=False)
+    format_s = time.perf_counter() - t0
+    del rows
     with MemorySampler() as memory:
         out = _passes(n, args, refs, cfg, plan, work, source_file)
     return {**out, "build_rows_s": round(build_s, 1), "row_bytes_in_arrow": row_bytes,
+            "workers_format_lines": {"seconds": round(format_s, 3), "records_per_s": round(n / format_s, 1)},
             "peak_rss_mib": peak_rss_mib(), **memory.mib()}
 
 

@@ -70,17 +70,18 @@ MORE_JUDGES = ["ragas_context_precision", "ragas_context_recall", "ragas_answer_
 def load_rows(path: str, n: int) -> list[dict]:
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.stage import to_rows
 
     files = resolve_inputs(path)
     rows = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:n]), files=files, metrics=["Recall"])
-    return [r for r in rows.to_pylist() if not r["error"]]
+    return [r for r in to_rows(rows) if not r["error"]]
 
 
 def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
     """One judge after another, one prompt at a time, in input order; greedy, no retries."""
     from ragscale.judges import JUDGES
     from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
-    from ragscale.record import input_view
+    from ragscale.judges.judge_input import judge_input
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
@@ -95,7 +96,7 @@ def mtrag_way(engine, rows: list[dict], judges: list[str]) -> tuple[dict, dict]:
     for name in judges:
         for i, row in enumerate(rows):
             try:  # fan-out rounds are asked one prompt after another, as ragas does
-                result = drive(JUDGES[name].start(input_view(row), row), ask)
+                result = drive(JUDGES[name].start(judge_input(row)), ask)
             except JudgeParseError:
                 result = None
             if isinstance(result, Undefined):
@@ -111,15 +112,15 @@ def ragscale_way(actor, rows: list[dict], batch_size: int, in_flight: int = 1) -
     of them at once from threads, as Ray Data calls a threaded actor (cluster.judge.batches_in_flight)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import pyarrow as pa
-
     from ragscale.judges import JUDGES
-    from ragscale.pipeline.stage import process_table
-    from ragscale.record import ROW_SCHEMA
+    from ragscale.pipeline.stage import process_table, to_rows, to_table
+    from ragscale.row import row_schema
+
+    schema = row_schema([*(m for r in rows for m in r["metrics"]), *(m for spec in actor.judges for m in spec.metrics)])
 
     def one(start: int) -> tuple[int, list[dict]]:
-        table = pa.Table.from_pylist(rows[start:start + batch_size], schema=ROW_SCHEMA)
-        return start, process_table(actor, "judge", table).to_pylist()
+        table = to_table([dict(r, metrics=dict(r["metrics"])) for r in rows[start:start + batch_size]], schema, "bench")
+        return start, to_rows(process_table(actor, "judge", table))
 
     scores, tokens = {}, {"generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
     with ThreadPoolExecutor(max(1, in_flight)) as pool:
@@ -128,7 +129,7 @@ def ragscale_way(actor, rows: list[dict], batch_size: int, in_flight: int = 1) -
             for k in tokens:
                 tokens[k] += stats.get(f"judge_{k}", 0)
             for j, r in enumerate(out):
-                m = json.loads(r["metrics"])
+                m = r["metrics"]
                 for name in (spec.name for spec in actor.judges):
                     v = m.get(JUDGES[name].metric)
                     scores[(start + j, name)] = v[0] if isinstance(v, list) and v else v

@@ -40,10 +40,11 @@ def load_rows(path: str, n: int) -> list[dict]:
     """The first ``n`` valid records of an open-rag-eval CSV (or MT-RAG JSONL) as pipeline rows."""
     from ragscale.io.inputs import materialize_csv, resolve_inputs, scan
     from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
+    from ragscale.pipeline.stage import to_rows
 
     files = materialize_csv(resolve_inputs(path), tempfile.mkdtemp(prefix="ragscale-bench-"))
     table = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))), files=files, metrics=["umbrela_mean"])
-    return [r for r in table.to_pylist() if not r["error"] and r["prediction"]][:n]
+    return [r for r in to_rows(table) if not r["error"] and r["prediction"]][:n]
 
 
 class CountingEngine:
@@ -75,7 +76,7 @@ def orag_way(engine: CountingEngine, rows: list[dict], judges: list[str]) -> tup
     """Per query, each judge in turn, each prompt waiting for the previous one."""
     from ragscale.judges import JUDGES
     from ragscale.judges.base import JudgeParseError, drive
-    from ragscale.record import input_view
+    from ragscale.judges.judge_input import judge_input
 
     values, per_query = {}, []
     for i, row in enumerate(rows):
@@ -84,11 +85,11 @@ def orag_way(engine: CountingEngine, rows: list[dict], judges: list[str]) -> tup
         for name in judges:
             spec = JUDGES[name]
             try:
-                result = drive(spec.start(input_view(row), row), engine)
+                result = drive(spec.start(judge_input(row)), engine)
             except JudgeParseError:
                 result = None
             m = judge_metrics(result, spec)
-            row["metrics"] = json.dumps({**json.loads(row["metrics"]), **m})  # nuggets read UMBRELA's grades
+            row["metrics"] = {**row["metrics"], **m}  # nuggets read UMBRELA's grades
             values.update({(i, k): v for k, v in m.items()})
         per_query.append(time.perf_counter() - t0)
     return values, per_query
@@ -96,10 +97,9 @@ def orag_way(engine: CountingEngine, rows: list[dict], judges: list[str]) -> tup
 
 def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:  # noqa: ANN001
     """The judge actor (one pool member) over the records in pipeline-sized batches."""
-    import pyarrow as pa
 
-    from ragscale.pipeline.stage import process_table
-    from ragscale.record import ROW_SCHEMA
+    from ragscale.pipeline.stage import process_table, to_rows, to_table
+    from ragscale.row import row_schema
 
     values, counts = {}, {"engine_calls": 0, "generations": 0, "prompt_tokens": 0, "completion_tokens": 0}
     calls = 0
@@ -112,12 +112,14 @@ def ragscale_way(actor, rows: list[dict], batch_size: int) -> tuple[dict, dict]:
 
     actor.engine.generate = counted
     for start in range(0, len(rows), batch_size):
-        out = process_table(actor, "judge", pa.Table.from_pylist(rows[start:start + batch_size], schema=ROW_SCHEMA)).to_pylist()
+        batch = [dict(r, metrics=dict(r["metrics"])) for r in rows[start:start + batch_size]]
+        schema = row_schema([*(m for r in batch for m in r["metrics"]), *(m for spec in actor.judges for m in spec.metrics)])
+        out = to_rows(process_table(actor, "judge", to_table(batch, schema, "bench")))
         stats = json.loads(out[0]["stats"])
         for k in ("generations", "prompt_tokens", "completion_tokens"):
             counts[k] += stats.get(f"judge_{k}", 0)
         for j, r in enumerate(out):
-            m = json.loads(r["metrics"])
+            m = r["metrics"]
             for spec in actor.judges:
                 values.update({(start + j, k): m.get(k) for k in spec.metrics})
     counts["engine_calls"] = calls

@@ -101,7 +101,6 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
     (``stop``) or Ctrl-C stops it with what is finished written. Returns (failure, ray_info, stats)."""
     from ragscale.pipeline.dataset import ray_session, run_pipeline, stage_labels
     from ragscale.pipeline.progress import ProgressDisplay, choose_mode, start_hub
-    from ragscale.record import output_line
 
     failure, ray_info, stats = None, {}, {}
     mode = "off" if cfg.ray_progress_bars else choose_mode(cfg.progress, printer)
@@ -117,7 +116,7 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
 
                     def on_rows(rows: list[dict]) -> None:
                         before = writer.errors
-                        writer.write_lines((r["key"], output_line(r), r["error"] is not None) for r in rows)
+                        writer.write_lines((r["key"], r["line"], r["errored"]) for r in rows)
                         display.update(len(rows), writer.errors - before)
 
                     stop.arm()

@@ -3,9 +3,9 @@
 ``read_record`` parses an input line once and extracts, validated, everything the stages
 need: the answer (``prediction``), reference answers (``targets``), passages with their ids,
 the question and the conversation turns, answerability, open-rag-eval's answer status and
-the input's own taxonomy labels. A pipeline row is the Record's typed columns (``ROW_SCHEMA``)
-plus what the stages add: metrics, warnings, an ``error`` ({stage, message}), judge errors,
-details and batch counters. The writer rebuilds the output line from ``input_json`` (the
+the input's own taxonomy labels. A pipeline row is the Record's typed columns plus what the
+stages add: metrics (a typed struct), warnings, an ``error`` ({stage, message}), judge errors,
+details and batch counters (ragscale.row). The writer rebuilds the output line from ``input_json`` (the
 input object as the output keeps it) without parsing the input again.
 """
 
@@ -13,44 +13,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable
-
-import pyarrow as pa
+from typing import Any
 
 from ragscale.columns import RAGAS_ANSWER, RAGAS_CONTEXTS, RAGAS_QUESTION, RAGAS_REFERENCE, no_answer, remap
 from ragscale.errors import RecordError
 from ragscale.io.identity import model_of
 from ragscale.io.lines import clean_nan, parse
+from ragscale.row import add_judge_errors, row_schema  # noqa: F401 - re-exported: the stages add judge errors through the record
 from ragscale.io.output_line import OUTPUT_COLUMNS, output_line  # noqa: F401 - re-exported: the writer's side of the Record
 
-TURN = pa.struct([("speaker", pa.string()), ("text", pa.string())])
-ROW_SCHEMA = pa.schema(
-    [
-        ("key", pa.string()),
-        ("model_id", pa.string()),
-        ("task_id", pa.string()),
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-        ("input_json", pa.string()),  # the input object as the output keeps it (NaN as null, reserved keys out)
-        ("input_metrics", pa.string()),  # the input's own metrics (JSON), merged under ours on output
-        ("input_has_model_id", pa.bool_()),  # input_json already holds the record's model_id
-        ("query", pa.string()),
-        ("conversation", pa.list_(TURN)),
-        ("prediction", pa.string()),
-        ("targets", pa.list_(pa.string())),
-        ("passages", pa.list_(pa.string())),
-        ("passage_ids", pa.list_(pa.string())),
-        ("answerability", pa.string()),
-        ("answer_status", pa.string()),
-        ("labels", pa.string()),  # the input's taxonomy labels (JSON), read by the taxonomy judges only
-        ("metrics", pa.string()),
-        ("warnings", pa.list_(pa.string())),
-        ("error", pa.string()),
-        ("judge_errors", pa.string()),  # JSON list of {judge, reason, raw} (parse failures)
-        ("stats", pa.string()),  # JSON counters/seconds of a batch, on one row
-        ("details", pa.string()),  # JSON {judge: details} (rationales, per-item labels)
-    ]
-)
+ROW_SCHEMA = row_schema(())  # a row with no metric planned (a run plans its own: ragscale.row.row_schema)
 RESERVED = ("model_id", "metrics", "error", "ragscale")  # keys of an output record that ragscale writes (model_id first)
 
 
@@ -79,25 +51,8 @@ class Record:
     error: str | None = None
 
     def to_row(self) -> dict:
-        """The pipeline row of the record (``ROW_SCHEMA``), before any metric."""
-        return {**vars(self), "metrics": "{}", "judge_errors": None, "stats": None, "details": None}
-
-
-def input_view(row: dict) -> dict:
-    """The input fields a judge reads (its ``obj``), rebuilt from a row's typed columns: the
-    conversation turns, the question, passage ids, open-rag-eval's answer status and the
-    taxonomy labels; what ``query_of``, ``passage_ids_of`` and the judges find in it is
-    what they found in the input record."""
-    view: dict[str, Any] = {"query": row.get("query") or ""}
-    if row.get("conversation") is not None:
-        view["input"] = row["conversation"]
-    if row.get("passage_ids") is not None:
-        view["passages"] = [{"id": pid} for pid in row["passage_ids"]]
-    if row.get("answer_status") is not None:
-        view["answer_status"] = row["answer_status"]
-    if row.get("labels") is not None:
-        view["labels"] = json.loads(row["labels"])
-    return view
+        """The pipeline row of the record as a worker sees it (ragscale.row), before any metric."""
+        return {**vars(self), "metrics": {}, "judge_errors": [], "stats": None, "details": {}}
 
 
 def _text(value: Any, where: str) -> str:
@@ -292,15 +247,6 @@ def judge_error_kind(err: dict) -> str:
     if err.get("undefined"):
         return "undefined"
     return "engine" if str(err.get("reason", "")).startswith(ENGINE_ERROR) else "parse"
-
-
-def add_judge_errors(row: dict, entries: Iterable[dict]) -> None:
-    """Append entries (``{judge, reason, raw?, undefined?, ...}``) to the row's ``judge_errors`` JSON list."""
-    entries = list(entries)
-    if entries:
-        errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
-        errs.extend(entries)
-        row["judge_errors"] = json.dumps(errs, ensure_ascii=False)
 
 
 def error_json(stage: str, message: str) -> str:

@@ -264,9 +264,7 @@ class EncoderActor:
             baseline=self.baseline,
         )
         for row, res in zip(rows, results):
-            m = json.loads(row["metrics"])
-            m.update({k: v for k, v in res.items() if k in self.metrics})
-            row["metrics"] = json.dumps(m)
+            row["metrics"].update({k: v for k, v in res.items() if k in self.metrics})
             if res["truncated"]:
                 row["warnings"] = list(row["warnings"] or []) + [
                     f"encoder: {', '.join(res['truncated'])} truncated to {self.encoder.max_length} tokens"
@@ -307,16 +305,16 @@ class RelevancyActor:
         from ragscale.judges.ragas_metrics import ANSWER_RELEVANCY
         from ragscale.metrics.relevancy import answer_relevancy_score
         from ragscale.record import ENGINE_ERROR, add_judge_errors
+        from ragscale.row import detail
 
         todo = []
         for r in rows:
-            d = (json.loads(r["details"]) if r.get("details") else {}).get(ANSWER_RELEVANCY)
+            d = detail(r["details"], ANSWER_RELEVANCY)
             if d and d.get("generated"):
                 todo.append((r, d))
         texts = sorted({t for _, d in todo for t in (d["question"], *d["generated"])})
         vecs, errors = self._embed(texts)
         for r, d in todo:
-            m = json.loads(r["metrics"])
             needed = (d["question"], *d["generated"])
             failed = next((errors.get(t, "no embedding returned") for t in needed if t not in vecs), None)
             score, entry = None, {"judge": ANSWER_RELEVANCY, "stage": "relevancy"}
@@ -328,8 +326,7 @@ class RelevancyActor:
                 if score is None and any(q != "" for q in d["generated"]):
                     why = "an embedding of the question or a generated question has zero length"
                     add_judge_errors(r, [{**entry, "undefined": True, "reason": why}])
-            m["answer_relevancy"] = score
-            r["metrics"] = json.dumps(m)
+            r["metrics"]["answer_relevancy"] = score
         return len(texts)
 
     def process(self, rows: list[dict]) -> dict[str, float] | None:

@@ -14,7 +14,6 @@ before anything reads it.
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,7 +23,9 @@ from ragscale.actors.judge_runs import (JudgeStats, Phase, add_warnings, cut, cu
 from ragscale.actors.judge_stream import Stream
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
 from ragscale.judges.base import PROTOCOLS, JudgePrompt, JudgeResult, cache_key
-from ragscale.record import ENGINE_ERROR, add_judge_errors, error_json, input_view
+from ragscale.row import set_detail
+from ragscale.judges.judge_input import judge_input
+from ragscale.record import ENGINE_ERROR, add_judge_errors, error_json
 
 
 def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) -> dict:
@@ -231,10 +232,10 @@ class JudgeActor:
         """Start every (record, judge) run of a phase and take it to its first step."""
         ph = Phase()
         for r, row in enumerate(rows):
-            obj = input_view(row)
+            inp = judge_input(row)  # the record as every judge of the phase reads it, with the metrics so far
             for spec in specs:
                 opts = self.options.get(spec.name, {})
-                ph.start((r, spec.name), lambda s=spec, o=opts: s.start(obj, row, **o))
+                ph.start((r, spec.name), lambda s=spec, o=opts: s.start(inp, **o))
         return ph
 
     def finish(self, rows: list[dict], specs: Sequence[JudgeSpec], ph: Phase) -> None:
@@ -257,20 +258,17 @@ class JudgeActor:
     def _write(self, row: dict, spec: JudgeSpec, result: Any, errors: list[dict]) -> None:
         """Write a judge's outcome into the row: its metrics (``@tag`` for panels), details, errors."""
         suffix = f"@{self.tag}" if self.tag else ""
-        m = json.loads(row["metrics"])
+        m = row["metrics"]
         if isinstance(result, JudgeResult):
             for name, value in result.metrics.items():
                 m[name + suffix] = value
             if result.details is not None:
-                details = json.loads(row["details"]) if row.get("details") else {}
-                details[spec.name + suffix] = result.details
-                row["details"] = json.dumps(details, ensure_ascii=False)
+                set_detail(row, spec.name + suffix, result.details)
         else:
             for name in spec.metrics:
                 m[name + suffix] = None
             if result is not None:  # a plain score: MT-RAG's one-element list
                 m[spec.metric + suffix] = [float(result)]
-        row["metrics"] = json.dumps(m)
         add_judge_errors(row, ({**e, **({"tag": self.tag} if self.tag else {})} for e in errors))
 
     def tick(self, done: int = 0, total: int = 0, label: str | None = None, key: str | None = None) -> None:

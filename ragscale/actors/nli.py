@@ -13,10 +13,8 @@ premise and hypothesis built as open-rag-eval's ``HHEMBackend`` does
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Mapping, Sequence
-
 
 from ragscale.metrics.hhem import (
     CONSISTENT_LABEL,
@@ -27,6 +25,7 @@ from ragscale.metrics.hhem import (
     locate_hhem,
     premise_hypothesis,
 )
+from ragscale.row import add_judge_errors, judge_error_entries
 
 
 def plan_nli(hallucination: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[dict, str | None]:
@@ -219,12 +218,8 @@ class NLIActor:
 
 def _write(row: dict, score: float | None, reason: str | None) -> None:
     """Set ``metrics["hhem"]``; for an undefined score, (re)place the row's hhem judge_errors entry."""
-    m = json.loads(row["metrics"]) if row.get("metrics") else {}
-    m[METRIC] = score
-    row["metrics"] = json.dumps(m)
-    errs = json.loads(row["judge_errors"]) if row.get("judge_errors") else []
-    kept = [e for e in errs if not (isinstance(e, dict) and e.get("judge") == METRIC)]
-    if reason is not None:
-        kept.append({"judge": METRIC, "reason": reason, "undefined": True})
-    if kept or errs:
-        row["judge_errors"] = json.dumps(kept, ensure_ascii=False) if kept else None
+    row["metrics"][METRIC] = score
+    if row.get("judge_errors") or reason is not None:
+        kept = [e for e in judge_error_entries(row) if not (isinstance(e, dict) and e.get("judge") == METRIC)]
+        row["judge_errors"] = []
+        add_judge_errors(row, [*kept, *([{"judge": METRIC, "reason": reason, "undefined": True}] if reason is not None else [])])

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.actors.judge import JudgeActor, reask_sampling
 from ragscale.judges.base import JudgePrompt, Undefined, cache_key
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.dryrun.synthetic import SYNTHETIC, Trace, output_field
 from ragscale.dryrun.tokens import TokenCounter, completion_tokens
 
@@ -44,10 +45,9 @@ class _Recorder:
             trace, rnd, estimated = self.origin[id(p)]
             messages = safe_messages(p.messages)  # what the engines send
             tokens = self.counter.count(messages)
-            row = trace.row
+            inp = trace.inp
             self.pending.append({
-                "judge": p.judge, "record": {"key": row.get("key"), "task_id": row.get("task_id"),
-                                             "model_id": row.get("model_id")},
+                "judge": p.judge, "record": {"key": inp.key, "task_id": inp.task_id, "model_id": inp.model_id},
                 "round": rnd, "attempt": self.attempt, "version": p.version, "messages": messages,
                 "sampling": {"temperature": temperature, "seed": seed, "params": dict(p.params),
                              "max_tokens": p.max_tokens},
@@ -107,7 +107,7 @@ class DryActor(JudgeActor):
         actor.cached_usage = {}  # judge -> completion tokens of its outputs met in the cache file
         actor.lookups = None  # every prompt asked, when kept (tests)
         actor.failed_estimates = {}  # judge -> runs whose estimate stopped
-        actor._traces = {}  # (id(row), judge) -> Trace, of the batch
+        actor._traces = {}  # (record key, judge) -> Trace, of the batch (a key is unique within a run)
         actor._usage, actor._lookups = [], []  # the batch's, kept once it succeeded
         return actor
 
@@ -125,12 +125,13 @@ class DryActor(JudgeActor):
 
     # -- tracing the judges ----------------------------------------------------------------
 
-    def _start(self, spec: Any, obj: dict, row: dict, **options: Any) -> Any:
-        # a judge reading an earlier judge's results (nuggets after UMBRELA) is estimated when those were
-        after = [self._traces.get((id(row), a)) for a in spec.after]
-        trace = Trace(spec.name, row, estimated=any(t is not None and t.estimated for t in after))
-        self._traces[(id(row), spec.name)] = trace
-        return self._traced(trace, spec.start(obj, row, **options))
+    def _start(self, spec: Any, inp: JudgeInput, **options: Any) -> Any:
+        # a judge reading an earlier judge's results (nuggets after UMBRELA) is estimated when those
+        # were; the earlier judge ran in an earlier phase, on another JudgeInput of the same record
+        after = [self._traces.get((inp.key, a)) for a in spec.after]
+        trace = Trace(spec.name, inp, estimated=any(t is not None and t.estimated for t in after))
+        self._traces[(inp.key, spec.name)] = trace
+        return self._traced(trace, spec.start(inp, **options))
 
     def _traced(self, t: Trace, run: Any) -> Any:
         """The judge's run, its steps' parsers answering ``NOT_GENERATED`` with ``SYNTHETIC``'s answer."""
@@ -196,7 +197,7 @@ class DryActor(JudgeActor):
             if hit is not None and isinstance(hit[1].get("completion_tokens"), (int, float)):
                 self._usage.append((p.judge, float(hit[1]["completion_tokens"])))
             if self.lookups is not None:
-                self._lookups.append({"judge": p.judge, "record": trace.row.get("key"), "round": rnd,
+                self._lookups.append({"judge": p.judge, "record": trace.inp.key, "round": rnd,
                                       "attempt": attempt, "cache_key": key, "estimated": estimated,
                                       "in_cache": hit is not None})
         return out

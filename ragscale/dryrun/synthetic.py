@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ragscale.judges.base import JudgePrompt
+from ragscale.judges.judge_input import JudgeInput
 
 UMBRELA_GRADE = 3  # the synthetic grade of every passage: every passage reaches the nuggets' context
 
@@ -23,7 +24,7 @@ class Trace:
     """One (record, judge) run of the dry run: its round, the answers it got, whether any was synthetic."""
 
     judge: str
-    row: dict
+    inp: JudgeInput  # what the judge reads of the record
     estimated: bool = False
     round: int = 0
     # per round: (fan-out?, its output schema's one property or None, the parsed value(s))
@@ -59,7 +60,7 @@ def _listed(value: Any) -> list:
 
 def _faithfulness(t: Trace, item: int | None, prompt: JudgePrompt) -> str | None:
     """RAGAS faithfulness: the statements (round 1) are the answer's sentences; the verdicts end it."""
-    return _answer(prompt, "statements", sentences(t.row.get("prediction") or "")) if t.round == 1 else None
+    return _answer(prompt, "statements", sentences(t.inp.prediction)) if t.round == 1 else None
 
 
 def _umbrela(t: Trace, item: int | None, prompt: JudgePrompt) -> str | None:
@@ -81,7 +82,7 @@ def _nuggets(t: Trace, item: int | None, prompt: JudgePrompt) -> str | None:
     if kind == "nuggets":
         if created:
             return _answer(prompt, "nuggets", created[-1])
-        return _answer(prompt, "nuggets", sentences(answer_text(t.row.get("prediction") or "")) or [NO_INFO])
+        return _answer(prompt, "nuggets", sentences(answer_text(t.inp.prediction)) or [NO_INFO])
     if kind == "importance":  # batch `item` of the created nuggets
         nuggets = created[-1] if created else []
         batch = nuggets if item is None else nuggets[item * BATCH:(item + 1) * BATCH]

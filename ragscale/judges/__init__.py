@@ -1,8 +1,8 @@
 """LLM judges: prompt rendering and parsing, pure and versioned; engines live in ragscale/actors/engines/.
 
 ``JUDGES`` is the one registry: judge name -> the metric it fills, its prompt version, and
-how to start it on a pipeline record (a generator of (prompt, parse) steps, see base.py),
-collected from the judge modules' ``JUDGE_SPECS``: adding a judge is one module (its
+how to start it on a record's ``JudgeInput`` (judge_input.py; a generator of (prompt, parse)
+steps, see base.py), collected from the judge modules' ``JUDGE_SPECS``: adding a judge is one module (its
 template, renderer, parser, ``JUDGE_SPECS`` and its metrics' catalog entries) plus its template file.
 """
 

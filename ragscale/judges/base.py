@@ -194,12 +194,18 @@ def drive(run: JudgeRun, respond: Callable[[JudgePrompt], str],
 
 @dataclass(frozen=True)
 class JudgeSpec:
+    """A judge as the registry holds it. ``start(inp: JudgeInput, **options) -> JudgeRun`` starts
+    it on one record: ``inp`` is the record's frozen input (ragscale/judges/judge_input.py: its
+    question, conversation, answer, references, passages and ids, labels, and the metrics the
+    earlier stages and judges computed), ``options`` the actor's for this judge (``protocol=`` and
+    ``model=``, see ``options``; the taxonomy judges' ``k=``)."""
+
     name: str
     metric: str  # the metric a plain score fills (MT-RAG judges); the first of ``metrics``
     version: str
-    start: Callable[..., JudgeRun]  # (raw input object, pipeline row, **the actor's options for it) -> judge run
+    start: Callable[..., JudgeRun]  # (the record's JudgeInput, **the actor's options for it) -> judge run
     metrics: tuple[str, ...] = ()  # every metric the judge fills (default: ``metric``)
-    after: tuple[str, ...] = ()  # judges whose metrics it reads from the row (run first)
+    after: tuple[str, ...] = ()  # judges whose metrics it reads (``JudgeInput.metrics``; they run first)
     # the prompt version of the ``reference`` protocol; None: the judge has none (ragscale's
     # own judges), it runs ``constrained`` whatever the run asks. A judge that has one takes
     # ``protocol=`` and ``model=`` (the judge model's name) in ``start``.

@@ -46,9 +46,9 @@ from typing import Any
 
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, orag_messages, reference_prompt
 from ragscale.metrics.trec import SUPPORT_SCORES, citation_scores, parse_generated_answer
-from ragscale.record import passage_ids_of
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "citation"
@@ -93,15 +93,14 @@ def parse_reference(raw: str) -> str:
     return REFERENCE_OUTPUT.parse(NAME, raw)
 
 
-def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
+def start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """Judge every (part, cited passage) pair of a record in one round (see the module docstring)."""
     ask, read = (render_reference, parse_reference) if protocol == "reference" else (render, parse)
-    prediction = row.get("prediction") or ""
+    prediction = inp.prediction
     if not prediction.strip():
         return Undefined(ORAG_SKIPPED if protocol == "reference" else "no generated answer")
-    passages = list(row.get("passages") or [])
     # open-rag-eval's retrieved_passages is a dict: a repeated id maps to its last text
-    by_id = dict(zip(passage_ids_of(obj, len(passages)), passages))
+    by_id = dict(zip(inp.passage_ids, inp.passages))
     parts = parse_generated_answer(prediction)
     # unique (part index, cited id) pairs whose id has a passage text, in citation order
     pairs = list(dict.fromkeys((i, cid) for i, part in enumerate(parts) for cid in part["citations"] if by_id.get(cid)))

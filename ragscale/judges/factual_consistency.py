@@ -11,6 +11,7 @@ constrained by a JSON schema, so text inside them cannot change the output forma
 from __future__ import annotations
 
 from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, Undefined, load_json_object
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.templates import fence
 from ragscale.metrics.trec import answer_text
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
@@ -52,14 +53,14 @@ def parse(raw: str) -> tuple[float, str]:
     return LABELS[label.strip()], str(obj.get("reason", ""))
 
 
-def start(obj: dict, row: dict):  # noqa: ANN201 - a JudgeRun generator
+def start(inp: JudgeInput):  # noqa: ANN201 - a JudgeRun generator
     """Judge run: one prompt; null with a reason when there is no answer or no passage."""
-    if not row["passages"]:
+    if not inp.passages:
         return Undefined("no passages")
-    answer = answer_text(row["prediction"] or "").strip()
+    answer = answer_text(inp.prediction).strip()
     if not answer:
         return Undefined("no generated answer")
-    score, reason = yield render(list(row["passages"]), answer), parse
+    score, reason = yield render(list(inp.passages), answer), parse
     return JudgeResult({METRIC: score}, {"reason": reason})
 
 

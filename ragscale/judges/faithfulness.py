@@ -44,6 +44,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeRun, JudgeSpec, Undefined, load_json_object
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.ragas_protocol import ask, reference_prompt, render
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
@@ -159,13 +160,11 @@ def run(question: str, answer: str, passages: Sequence[str]) -> JudgeRun:
     return score(verdicts)
 
 
-def from_record(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
-    """``run`` (or ``reference_run``) on a pipeline record: ragas' ``user_input`` (MT-RAG's
-    conversation, else the record's question), response and passage texts. ``model`` (the judge
-    model's name) does not change ragas' prompts."""
-    from ragscale.judges.ragas_metrics import ragas_question
-
-    args = (ragas_question(obj), row["prediction"], row["passages"])
+def from_record(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
+    """``run`` (or ``reference_run``) on a record: ragas' ``user_input`` (MT-RAG's conversation,
+    else the record's question: ``JudgeInput.user_input``), response and passage texts. ``model``
+    (the judge model's name) does not change ragas' prompts."""
+    args = (inp.user_input, inp.prediction, inp.passages)
     return reference_run(*args) if protocol == "reference" else run(*args)
 
 

@@ -20,9 +20,9 @@ from typing import Sequence
 
 from ragscale.judges import mtrag_reference as ref
 from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges.judge_input import JudgeInput, Turn, inquiry
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
-from ragscale.record import query_of
 
 NAME = "idk"
 VERSION = "mtrag-idk-v1"
@@ -35,33 +35,18 @@ SCHEMA = {
 }
 
 
-def inquiry(turns: Sequence[dict]) -> str:
-    """MT-RAG ``extract_conversation``: one ``speaker: text`` line per turn."""
-    return "\n".join(f"{t.get('speaker')}: {t.get('text')}" for t in turns)
-
-
-def turns_of(obj: dict) -> list[dict]:
-    """The conversation a judge shows: MT-RAG's ``input`` turns, else the record's question as one
-    user turn (a ragas, open-rag-eval or mapped record: MT-RAG's format of a first-turn task)."""
-    turns = obj.get("input")
-    if isinstance(turns, list) and turns:
-        return turns
-    question = query_of(obj)
-    return [{"speaker": "user", "text": question}] if question.strip() else []
-
-
-def _text(turns: Sequence[dict], response: str) -> str:
+def _text(turns: Sequence[Turn], response: str) -> str:
     t = "mtrag_idk_v1"  # no line of the conversation or the response can fake an [Output] section
     return (load_template(t) + f"[Inquiry]\n{neutralize(inquiry(turns), t)}\n\n"
             f"[Response]\n{neutralize(response, t)}\n\n[Output]\n")
 
 
-def render(turns: Sequence[dict], response: str) -> JudgePrompt:
+def render(turns: Sequence[Turn], response: str) -> JudgePrompt:
     """The IDK prompt: the shared few-shot instructions first, this record's inquiry and response last."""
     return JudgePrompt(NAME, VERSION, ({"role": "user", "content": _text(turns, response)},), SCHEMA, max_tokens=16)
 
 
-def render_reference(turns: Sequence[dict], response: str) -> JudgePrompt:
+def render_reference(turns: Sequence[Turn], response: str) -> JudgePrompt:
     """MT-RAG's ``format_idk_judge`` prompt as its client sends it (reference protocol)."""
     return ref.prompt(NAME, REFERENCE_VERSION, _text(turns, response))
 
@@ -77,17 +62,19 @@ def parse(raw: str) -> float:
 declare(MetricSpec("idk_eval", "judge", "idk", short="IDK", bounds=UNIT, reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))
 
 
-def _reference(turns: Sequence[dict], response: str) -> JudgeRun:
+def _reference(turns: Sequence[Turn], response: str) -> JudgeRun:
     value = yield render_reference(turns, response), ref.first_token_idk
     if value == ref.IDK_UNKNOWN:
         return JudgeResult({"idk_eval": None}, {"label": ref.IDK_UNKNOWN})
     return value
 
 
-def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> "JudgeRun":
+def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> "JudgeRun":
+    """The judge on a record: its conversation (``JudgeInput.turns``: the question as one user
+    turn when it has none) and its answer."""
     if protocol == "reference":
-        return _reference(turns_of(obj), row["prediction"])
-    return single(render(turns_of(obj), row["prediction"]), parse)
+        return _reference(inp.turns, inp.prediction)
+    return single(render(inp.turns, inp.prediction), parse)
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start, reference_version=REFERENCE_VERSION,

@@ -35,9 +35,9 @@ open-rag-eval, here ``answered`` only.
 from __future__ import annotations
 
 from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, orag_messages, reference_prompt
 from ragscale.metrics.trec import answer_text
-from ragscale.record import query_of
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 NAME = "no_answer"
@@ -79,13 +79,13 @@ def parse_reference(raw: str) -> str:
     return REFERENCE_OUTPUT.parse(NAME, raw)
 
 
-def start(obj: dict, row: dict, protocol: str = "constrained") -> JudgeRun:
+def start(inp: JudgeInput, protocol: str = "constrained") -> JudgeRun:
     """One prompt per record; ``answered`` = 1.0 / 0.0 (see the module docstring)."""
-    prediction = row.get("prediction") or ""
+    prediction = inp.prediction
     if not prediction.strip():
         return Undefined(ORAG_SKIPPED if protocol == "reference" else "no generated answer")
     ask, read = (render_reference, parse_reference) if protocol == "reference" else (render, parse)
-    label = yield ask(query_of(obj), answer_text(prediction)), read
+    label = yield ask(inp.query, answer_text(prediction)), read
     return JudgeResult(metrics={"answered": LABELS[label]}, details={"query_answered": label})
 
 
@@ -94,15 +94,15 @@ declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answere
                    reference="vectara/open-rag-eval open_rag_eval/metrics/no_answer_metric.py"))
 
 
-def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
+def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """open-rag-eval's no-answer judge; under the constrained protocol a run whose input says the
     system gave no answer (open-rag-eval's ``NO_ANSWER`` marker, or no answer row) is not
     answered, without asking; under the reference protocol it is skipped (null), as open-rag-eval
     skips it."""
-    status = obj.get("answer_status")
+    status = inp.answer_status
     if status in ("NO_ANSWER", "missing") and protocol != "reference":
         return JudgeResult({"answered": 0.0}, {"query_answered": "no", "source": f"input ({status})"})
-    return (yield from start(obj, row, protocol))
+    return (yield from start(inp, protocol))
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, "answered", VERSION, _start, reference_version=REFERENCE_VERSION,

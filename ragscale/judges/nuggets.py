@@ -58,14 +58,15 @@ Details: ``{"nuggets": [{"text", "importance", "assignment"}], "created": n crea
 Null (``Undefined``, with the reason) where open-rag-eval returns ``{}``: no generated
 answer, empty query, an empty nugget list from a creation round, or an importance or
 assignment batch that still fails after the actor's re-asks (open-rag-eval raises on any
-failed or miscounted batch; leaving those nuggets out would change the denominators).
-Also null: no ``umbrela_scores`` in the row's metrics, a grade list whose length is not
-the passage count, or no passage graded at all. A passage whose grade is ``None`` (its
-UMBRELA prompt failed) is left out of the context like a grade-0 one (open-rag-eval reads
-a missing grade as 0) and listed in ``passages_ungraded``. No passage graded >= 1 (or no
-passages) is not null: the context is empty and the prompt asks for the single nugget
-"Not enough information, no answer found", as in open-rag-eval's metric (its evaluator
-then fails a record without passages on the mean UMBRELA score, a division by zero).
+failed or miscounted batch; leaving those nuggets out would change the denominators). Also
+null: no ``umbrela_scores`` in the record's metrics (``JudgeInput.metrics``), a grade list
+whose length is not the passage count, or no passage graded at all. A passage whose grade is
+``None`` (its UMBRELA prompt failed) is left out of the context like a grade-0 one
+(open-rag-eval reads a missing grade as 0) and listed in ``passages_ungraded``. No passage
+graded >= 1 (or no passages) is not null: the context is empty and the prompt asks for the
+single nugget "Not enough information, no answer found", as in open-rag-eval's metric (its
+evaluator then fails a record without passages on the mean UMBRELA score, a division by
+zero).
 
 Deviations from open-rag-eval, and why:
 
@@ -114,19 +115,18 @@ open-rag-eval's own requests and rules, as ``AutoNuggetMetric.compute`` runs the
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from ragscale.judges import nugget_prompts as constrained
 from ragscale.judges import nugget_reference as orag
 from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, Undefined
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.nugget_prompts import NAME, VERSION
 from ragscale.judges.nugget_reference import REFERENCE_VERSION
 from ragscale.judges.nugget_rounds import NuggetProtocol, rounds
 from ragscale.judges.umbrela import ORAG_SKIPPED
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 from ragscale.metrics.trec import answer_text
-from ragscale.record import passage_ids_of, query_of
 
 METRICS = ("nuggets_all", "nuggets_vital", "nuggets_weighted", "nuggets_strict_all", "nuggets_strict_vital",
            "nuggets_strict_weighted", "nuggets_assignment_mean", "nuggets_count")
@@ -156,16 +156,12 @@ REFERENCE = NuggetProtocol(orag.render_create_reference, orag.parse_nuggets_refe
                            fail=neutral, exact_batches=False, creation_fan_out=True, fixed_point=False)
 
 
-def umbrela_grades(row: dict) -> list[int | None] | Undefined:
-    """The row's UMBRELA grades (``metrics["umbrela_scores"]``, one 0-3 or None per passage)."""
-    try:
-        metrics = json.loads(row.get("metrics") or "{}")
-    except (TypeError, ValueError):
-        metrics = {}
-    grades = metrics.get("umbrela_scores") if isinstance(metrics, dict) else None
+def umbrela_grades(inp: JudgeInput) -> list[int | None] | Undefined:
+    """The record's UMBRELA grades (``metrics["umbrela_scores"]``, one 0-3 or None per passage)."""
+    grades = inp.metrics.get("umbrela_scores")
     if grades is None:
         return Undefined("needs umbrela_scores")
-    n = len(row.get("passages") or [])
+    n = len(inp.passages)
     if not isinstance(grades, list) or len(grades) != n:
         return Undefined(f"umbrela_scores is not a list of {n} grades (one per passage)")
     for g in grades:
@@ -197,22 +193,22 @@ def run_reference(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
     return (yield from rounds(REFERENCE, query, answer, passages))
 
 
-def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
-    """The judge on a pipeline record: ``query_of(obj)``, the row's answer (citation markers
-    removed), and the row's passages filtered by the UMBRELA grades in its metrics."""
+def start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
+    """The judge on a record: its question, its answer (citation markers removed), and its
+    passages filtered by the UMBRELA grades in its metrics."""
     reference = protocol == "reference"
-    if reference and not (row.get("prediction") or "").strip():
+    if reference and not inp.prediction.strip():
         return Undefined(ORAG_SKIPPED)
-    answer = answer_text(row.get("prediction") or "")
+    answer = answer_text(inp.prediction)
     if not answer.strip() and not reference:
         return Undefined("no generated answer")
-    grades = umbrela_grades(row)
+    grades = umbrela_grades(inp)
     if isinstance(grades, Undefined):
         return grades
-    passages = list(row.get("passages") or [])
-    ids = passage_ids_of(obj, len(passages))
+    passages = list(inp.passages)
+    ids = inp.passage_ids
     used = [i for i, g in enumerate(grades) if g is not None and g >= 1]
-    result = yield from (run_reference if reference else run)(query_of(obj), answer, [passages[i] for i in used])
+    result = yield from (run_reference if reference else run)(inp.query, answer, [passages[i] for i in used])
     if isinstance(result, JudgeResult):
         result.details["passages_used"] = [ids[i] for i in used]
         result.details["passages_ungraded"] = [ids[i] for i, g in enumerate(grades) if g is None]
@@ -224,7 +220,7 @@ _SHORT = {"all": "N_all", "vital": "N_vital", "weighted": "N_wgt", "strict_all":
 _ALIASES = {"nuggets_vital": ("vital_nuggetizer_score",), "nuggets_assignment_mean": ("mean_nugget_assignment_score",)}
 declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_scores",), needs=("question", "contexts"),
                      aliases=_ALIASES.get(name, ()),
-                     higher_is_better=None if name == "nuggets_count" else True, short=_SHORT[name[len("nuggets_"):]],
+                     higher_is_better=None if name == "nuggets_count" else True, dtype="int" if name == "nuggets_count" else "float", short=_SHORT[name[len("nuggets_"):]],
                      bounds=None if name == "nuggets_count" else UNIT,
                      reference="castorini/nuggetizer, vectara/open-rag-eval open_rag_eval/metrics/autonugget_metric.py") for name in METRICS))
 

@@ -27,7 +27,7 @@ from typing import Sequence
 
 from ragscale.judges import mtrag_reference as ref
 from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, Undefined, load_json_object
-from ragscale.judges.idk import turns_of
+from ragscale.judges.judge_input import JudgeInput, Turn
 from ragscale.judges.templates import neutralize
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
@@ -67,7 +67,7 @@ _REFERENCE_ASK = (
 _SHARED, _CONSTRAINED_ASK = _INSTRUCTIONS.split("Begin your evaluation", 1)
 
 
-def render_reference(turns: Sequence[dict], reference: str, documents: Sequence[str], response: str) -> JudgePrompt:
+def render_reference(turns: Sequence[Turn], reference: str, documents: Sequence[str], response: str) -> JudgePrompt:
     """MT-RAG's ``format_conversation_radbench`` prompt as its client sends it (reference
     protocol); raises ValueError where MT-RAG's ``split_conversation`` does."""
     def n(text: str) -> str:
@@ -86,7 +86,7 @@ def render_reference(turns: Sequence[dict], reference: str, documents: Sequence[
     return ref.prompt(NAME, REFERENCE_VERSION, text)
 
 
-def render(turns: Sequence[dict], reference: str, documents: Sequence[str], response: str) -> JudgePrompt:
+def render(turns: Sequence[Turn], reference: str, documents: Sequence[str], response: str) -> JudgePrompt:
     """The RADBench prompt for one record; the response is the last section."""
     def n(text: str) -> str:  # untrusted text cannot fake a "[The End of ...]" section marker
         return neutralize(text, "radbench")
@@ -118,12 +118,12 @@ def parse(raw: str) -> float:
 declare(MetricSpec("RB_llm", "judge", "radbench", needs=("question", "reference"), bounds=UNIT, reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))
 
 
-def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> "JudgeRun":
-    args = (turns_of(obj), row["targets"][0], row["passages"], row["prediction"])
+def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> "JudgeRun":
+    args = (inp.turns, inp.targets[0], inp.passages, inp.prediction)
     return _reference(*args) if protocol == "reference" else single(render(*args), parse)
 
 
-def _reference(turns: Sequence[dict], reference: str, documents: Sequence[str], response: str) -> "JudgeRun":
+def _reference(turns: Sequence[Turn], reference: str, documents: Sequence[str], response: str) -> "JudgeRun":
     try:
         prompt = render_reference(turns, reference, documents, response)
     except ValueError as e:

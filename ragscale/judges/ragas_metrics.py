@@ -27,7 +27,7 @@ same scores from the same outputs (tested against ragas with a scripted LLM):
 
 The question is ragas' ``user_input``: for a RAGAS-style record that field; for an MT-RAG record
 the conversation as ``speaker: text`` lines, as MT-RAG passes it to ragas for RL_F. Answer
-relevancy embeds the last user turn (``query_of``) instead, since a generated question is
+relevancy embeds the record's question (``JudgeInput.query``: the last user turn) instead, since a generated question is
 compared with a question, not with a whole conversation. No reference, or no contexts, gives
 ``null`` with the reason (ragas: NaN without a reference; with no contexts ragas 0.4.3 scores
 precision 0.0 and asks recall against an empty context). Outputs are constrained by JSON
@@ -42,8 +42,8 @@ ragas' handling of the edge cases:
 
 - every value of ragas' integer fields counts (``verdict``, ``attributed``: truthy is 1;
   ``noncommittal`` as ``np.all`` reads it), no caps on list lengths or texts;
-- answer relevancy embeds ragas' ``user_input`` (``ragas_question``: the conversation of an
-  MT-RAG record) and asks even for an empty response; a sample that does not parse makes the
+- answer relevancy embeds ragas' ``user_input`` (``JudgeInput.user_input``: the conversation of
+  an MT-RAG record) and asks even for an empty response; a sample that does not parse makes the
   score ``null`` (ragas raises, NaN), where ``constrained`` averages the other samples;
 - context precision: a context whose verdict does not parse makes the score ``null`` (as in
   ``constrained``); no contexts score 0.0 without asking (ragas' 1e-10 denominator);
@@ -61,8 +61,8 @@ import re
 from typing import Any, Sequence
 
 from ragscale.judges.base import JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.ragas_protocol import ask, ask_all, reference_prompt, render
-from ragscale.record import query_of
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
 VERSION = "ragas-0.4.3-v1"
@@ -208,21 +208,13 @@ def recall_score(attributed: Sequence[int]) -> float | Undefined:
     return sum(1 for a in attributed if a) / len(attributed)
 
 
-def ragas_question(obj: dict) -> str:
-    """ragas' ``user_input`` of a record (see the module docstring)."""
-    from ragscale.judges.idk import inquiry
-
-    turns = obj.get("input")
-    return inquiry(turns) if isinstance(turns, list) and turns else query_of(obj)
-
-
-def answer_relevancy(obj: dict, row: dict, strictness: int = STRICTNESS, protocol: str = "constrained",
+def answer_relevancy(inp: JudgeInput, strictness: int = STRICTNESS, protocol: str = "constrained",
                      model: str = "") -> JudgeRun:
     """The question-generation round of answer relevancy (the cosine is the encoder pool's)."""
     if protocol == "reference":
-        return (yield from _reference_relevancy(obj, row, strictness))
-    answer = row.get("prediction") or ""
-    question = query_of(obj)
+        return (yield from _reference_relevancy(inp, strictness))
+    answer = inp.prediction
+    question = inp.query
     if not answer.strip():
         return Undefined("no response")
     if not question.strip():
@@ -237,13 +229,13 @@ def answer_relevancy(obj: dict, row: dict, strictness: int = STRICTNESS, protoco
         "noncommittal": [a["noncommittal"] for a in good], "failed": len(answers) - len(good)})
 
 
-def _reference_relevancy(obj: dict, row: dict, strictness: int) -> JudgeRun:
+def _reference_relevancy(inp: JudgeInput, strictness: int) -> JudgeRun:
     """ragas ``ResponseRelevancy._ascore``: n samples of one prompt; any sample without an output
     that parses makes the score null (ragas raises: NaN)."""
-    question = ragas_question(obj)
+    question = inp.user_input
     if not question.strip():
         return Undefined("no user question to compare the generated questions with")
-    answers = yield from ask_all([reference(ANSWER_RELEVANCY, {"response": row.get("prediction") or ""}, i)
+    answers = yield from ask_all([reference(ANSWER_RELEVANCY, {"response": inp.prediction}, i)
                                   for i in range(strictness)], RELEVANCE_MODEL)
     failed = sum(isinstance(a, Failed) for a in answers)
     good = [] if failed else answers
@@ -252,24 +244,24 @@ def _reference_relevancy(obj: dict, row: dict, strictness: int) -> JudgeRun:
         "noncommittal": [a["noncommittal"] for a in good], "failed": failed})
 
 
-def _context_inputs(row: dict, metric: str, protocol: str = "constrained") -> tuple[list[str], str] | Undefined:
+def _context_inputs(inp: JudgeInput, metric: str, protocol: str = "constrained") -> tuple[list[str], str] | Undefined:
     """(contexts, reference) of a record, or why a reference-based context metric is undefined
     (under ``reference`` no contexts is not: ragas scores them)."""
-    contexts = list(row.get("passages") or [])
-    if not row.get("targets"):
+    contexts = list(inp.passages)
+    if not inp.targets:
         return Undefined(f"no reference answer ({metric} compares the retrieved contexts with the reference)")
     if not contexts and protocol != "reference":
         return Undefined("no retrieved contexts")
-    return contexts, row["targets"][0]
+    return contexts, inp.targets[0]
 
 
-def context_precision(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
+def context_precision(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """One verdict per retrieved context, then ragas' average precision."""
-    inputs = _context_inputs(row, "context_precision", protocol)
+    inputs = _context_inputs(inp, "context_precision", protocol)
     if isinstance(inputs, Undefined):
         return inputs
     contexts, reference_answer = inputs
-    question = ragas_question(obj)
+    question = inp.user_input
     verdicts: list[Any]
     if protocol == "reference":
         outputs = yield from ask_all([reference(CONTEXT_PRECISION, {"question": question, "context": c,
@@ -284,13 +276,13 @@ def context_precision(obj: dict, row: dict, protocol: str = "constrained", model
     return JudgeResult({"context_precision": average_precision(verdicts)}, {"verdicts": verdicts})
 
 
-def context_recall(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
+def context_recall(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """One classification of the reference's sentences against the joined contexts."""
-    inputs = _context_inputs(row, "context_recall", protocol)
+    inputs = _context_inputs(inp, "context_recall", protocol)
     if isinstance(inputs, Undefined):
         return inputs
     contexts, reference_answer = inputs
-    data = {"question": ragas_question(obj), "context": "\n".join(contexts), "answer": reference_answer}
+    data = {"question": inp.user_input, "context": "\n".join(contexts), "answer": reference_answer}
     if protocol == "reference":
         output = yield from ask(reference(CONTEXT_RECALL, data), CLASSIFICATIONS_MODEL)
         attributed = [c["attributed"] for c in output["classifications"]]

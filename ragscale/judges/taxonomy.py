@@ -27,16 +27,16 @@ input's labels alone determine keep their values. Details per judge: retrieval `
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.errors import RecordError
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.templates import fence, load_template
 from ragscale.metrics.taxonomy import (ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS, GENERATION_METRICS,
                                        GROUNDING_METRICS, RETRIEVAL_METRICS, generation_scores, grounding_scores,
                                        retrieval_scores)
-from ragscale.record import query_of
 
 VERSION = "ragscale-taxonomy-v1"
 RETRIEVAL, GROUNDING, GENERATION = "taxonomy_retrieval", "taxonomy_grounding", "taxonomy_generation"
@@ -96,13 +96,13 @@ def _label(value: Any, where: str) -> int:
     raise RecordError("input", f"input {where} must be 0 or 1 (or true/false), got {value!r}")
 
 
-def input_labels(obj: dict) -> tuple[list[dict[str, int]], dict[str, int]]:
-    """The record's own labels: (per-chunk label dicts in rank order, record-level labels);
-    a malformed value is the record's input error (RecordError naming it), not the judge's failure."""
-    raw = obj.get("labels")
+def input_labels(raw: Any) -> tuple[list[dict[str, int]], dict[str, int]]:
+    """The record's own labels (``JudgeInput.labels``): (per-chunk label dicts in rank order,
+    record-level labels); a malformed value is the record's input error (RecordError naming it),
+    not the judge's failure."""
     if raw is None:
         return [], {}
-    if not isinstance(raw, dict):
+    if not isinstance(raw, Mapping):
         raise RecordError("input", f"input labels must be an object, got {type(raw).__name__}")
     chunks_raw = raw.get("chunks") or []
     if not isinstance(chunks_raw, list) or not all(isinstance(c, dict) for c in chunks_raw):
@@ -114,30 +114,23 @@ def input_labels(obj: dict) -> tuple[list[dict[str, int]], dict[str, int]]:
     return chunks, record
 
 
-def _conversation(obj: dict) -> str:
-    from ragscale.judges.idk import inquiry
-
-    turns = obj.get("input")
-    return inquiry(turns) if isinstance(turns, list) and turns else query_of(obj)
-
-
-def _top_k(row: dict, k: int | None) -> list[str]:
-    passages = list(row.get("passages") or [])
+def _top_k(inp: JudgeInput, k: int | None) -> list[str]:
+    passages = list(inp.passages)
     return passages if k is None else passages[:k]
 
 
-def retrieval(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
+def retrieval(inp: JudgeInput, k: int | None = DEFAULT_K) -> JudgeRun:
     """Chunk labels for the top-K chunks (input first, the judge for the missing ones) and the
     six retrieval metrics."""
-    chunks = _top_k(row, k)
-    given, _ = input_labels(obj)
+    chunks = _top_k(inp, k)
+    given, _ = input_labels(inp.labels)
     if not chunks:
         return Undefined("no retrieved chunks: the retrieval metrics are undefined")
     labels = [dict(given[i]) if i < len(given) else {} for i in range(len(chunks))]
     sources = [{lab: "input" for lab in lab_i} for lab_i in labels]
     ask = [i for i, lab_i in enumerate(labels) if set(CHUNK_LABELS) - set(lab_i)]
     parse = parser(RETRIEVAL, CHUNK_LABELS)
-    query = query_of(obj)
+    query = inp.query
     answers: list[Any] = (yield [(chunk_prompt(query, chunks[i]), parse) for i in ask]) if ask else []
     failed = []
     for i, ans in zip(ask, answers):
@@ -149,7 +142,7 @@ def retrieval(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
                 labels[i][lab] = ans[lab]
                 sources[i][lab] = "judge"
     details: dict[str, Any] = {"k": len(chunks), "chunks": labels, "sources": sources}
-    retrieved = len(row.get("passages") or [])
+    retrieved = len(inp.passages)
     if len(given) > retrieved:  # more labelled chunks than retrieved ones: likely misaligned input
         details["warning"] = (f"{len(given) - retrieved} input chunk label(s) beyond the {retrieved} retrieved "
                               "chunks ignored")
@@ -158,13 +151,13 @@ def retrieval(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
     return JudgeResult(retrieval_scores(labels), details)
 
 
-def _record_family(judge: str, labels_wanted: Sequence[str], obj: dict, prompt: JudgePrompt | None):  # noqa: ANN202
+def _record_family(judge: str, labels_wanted: Sequence[str], inp: JudgeInput, prompt: JudgePrompt | None):  # noqa: ANN202
     """(labels, details) of a record-level family: the input's labels, the judge asked for the
     rest. The prompt goes out as a one-item fan-out round so that a parse failure comes back as
     ``Failed``: the input's labels (and the metrics they alone determine) are then kept, and
     the failure is in judge_errors. ``labels`` is None when labels are missing and there is no
     prompt (no answer to annotate)."""
-    _, given = input_labels(obj)
+    _, given = input_labels(inp.labels)
     labels = {lab: given[lab] for lab in labels_wanted if lab in given}
     details: dict[str, Any] = {"labels": labels, "sources": {lab: "input" for lab in labels}}
     if len(labels) < len(labels_wanted):
@@ -181,12 +174,12 @@ def _record_family(judge: str, labels_wanted: Sequence[str], obj: dict, prompt: 
     return labels, details
 
 
-def grounding(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
+def grounding(inp: JudgeInput, k: int | None = DEFAULT_K) -> JudgeRun:
     """Answer labels (input first, else one judge prompt) and the five grounding metrics."""
-    answer = row.get("prediction") or ""
-    chunks = _top_k(row, k)
-    prompt = answer_prompt(query_of(obj), chunks, answer) if answer.strip() else None
-    labels, details = yield from _record_family(GROUNDING, ANSWER_LABELS, obj, prompt)
+    answer = inp.prediction
+    chunks = _top_k(inp, k)
+    prompt = answer_prompt(inp.query, chunks, answer) if answer.strip() else None
+    labels, details = yield from _record_family(GROUNDING, ANSWER_LABELS, inp, prompt)
     if labels is None:
         return Undefined(NO_ANSWER)
     details["k"] = len(chunks)  # the chunks the answer annotator was shown
@@ -196,11 +189,12 @@ def grounding(obj: dict, row: dict, k: int | None = DEFAULT_K) -> JudgeRun:
     return JudgeResult(scores, details)
 
 
-def generation(obj: dict, row: dict) -> JudgeRun:
-    """Generation labels (input first, else one judge prompt) and the five generation metrics."""
-    answer = row.get("prediction") or ""
-    prompt = generation_prompt(_conversation(obj), answer) if answer.strip() else None
-    labels, details = yield from _record_family(GENERATION, GENERATION_LABELS, obj, prompt)
+def generation(inp: JudgeInput) -> JudgeRun:
+    """Generation labels (input first, else one judge prompt) and the five generation metrics:
+    the prompt shows the conversation (or the question: ``JudgeInput.user_input``) and the answer."""
+    answer = inp.prediction
+    prompt = generation_prompt(inp.user_input, answer) if answer.strip() else None
+    labels, details = yield from _record_family(GENERATION, GENERATION_LABELS, inp, prompt)
     if labels is None:
         return Undefined(NO_ANSWER)
     return JudgeResult(generation_scores(labels), details)

@@ -70,9 +70,9 @@ from typing import Any, Mapping
 
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object, loads_json)
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.trec import umbrela_mean
-from ragscale.record import passage_ids_of, query_of
 from ragscale.metrics.registry import MetricSpec, declare
 
 NAME = "umbrela"
@@ -232,16 +232,16 @@ def parse_reference(raw: str) -> int:
     return int(REFERENCE_OUTPUT.parse(NAME, raw))
 
 
-def _start_reference(obj: dict, row: dict, model: str) -> JudgeRun:
+def _start_reference(inp: JudgeInput, model: str) -> JudgeRun:
     """The reference protocol's record: skipped without an answer, failed by one failed grade."""
-    passages = list(row.get("passages") or [])
-    if not (row.get("prediction") or "").strip():
+    passages = list(inp.passages)
+    if not inp.prediction.strip():
         return Undefined(ORAG_SKIPPED)
     if not passages:
         return Undefined("no passages")
-    answers: list[Any] = yield [(render_reference(query_of(obj), p, model), parse_reference) for p in passages]
+    answers: list[Any] = yield [(render_reference(inp.query, p, model), parse_reference) for p in passages]
     grades = [None if isinstance(a, Failed) else a for a in answers]
-    ids = passage_ids_of(obj, len(passages))
+    ids = inp.passage_ids
     ok = None not in grades  # open-rag-eval: one failed grade fails the record
     return JudgeResult(
         metrics={"umbrela_scores": grades if ok else None, "umbrela_mean": umbrela_mean(grades) if ok else None},
@@ -249,19 +249,19 @@ def _start_reference(obj: dict, row: dict, model: str) -> JudgeRun:
     )
 
 
-def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> JudgeRun:
+def start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
     """Grade every passage of a record in one fan-out round (see the module docstring)."""
     if protocol == "reference":
-        return (yield from _start_reference(obj, row, model))
-    passages = list(row.get("passages") or [])
+        return (yield from _start_reference(inp, model))
+    passages = list(inp.passages)
     if not passages:
         return Undefined("no passages")
-    query = query_of(obj)
+    query = inp.query
     if not query.strip():
         return Undefined("no query")
     answers: list[Any] = yield [(render(query, p), parse) for p in passages]
     grades = [None if isinstance(a, Failed) else a for a in answers]
-    ids = passage_ids_of(obj, len(passages))
+    ids = inp.passage_ids
     return JudgeResult(
         metrics={"umbrela_scores": grades, "umbrela_mean": umbrela_mean(grades)},
         details=dict(zip(ids, grades)),
@@ -269,7 +269,7 @@ def start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") 
 
 
 declare(
-    MetricSpec("umbrela_scores", "judge", "retrieval", shape="vector", needs=("question", "contexts"), bounds=GRADE_RANGE,
+    MetricSpec("umbrela_scores", "judge", "retrieval", shape="vector", dtype="int", needs=("question", "contexts"), bounds=GRADE_RANGE,
                reference="castorini/umbrela, vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
     MetricSpec("umbrela_mean", "judge", "retrieval", scalar=True, requires=("umbrela_scores",), short="UMBRELA",
                needs=("question", "contexts"), aliases=("mean_umbrela_score", "umbrela"), bounds=GRADE_RANGE,

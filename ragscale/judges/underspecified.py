@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ragscale.judges import mtrag_reference as ref
 from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
+from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.templates import load_template, neutralize
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 
@@ -61,10 +62,10 @@ declare(MetricSpec("underspecified_eval", "judge", "idk", short="UNDSP", bounds=
                    reference="IBM/mt-rag-benchmark MTRAG-UN (underspecified judge)"))
 
 
-def _start(obj: dict, row: dict, protocol: str = "constrained", model: str = "") -> "JudgeRun":
+def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> "JudgeRun":
     if protocol == "reference":
-        return single(render_reference(row["prediction"]), ref.underspecified_decision)
-    return single(render(row["prediction"]), parse)
+        return single(render_reference(inp.prediction), ref.underspecified_decision)
+    return single(render(inp.prediction), parse)
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, "underspecified_eval", VERSION, _start, reference_version=REFERENCE_VERSION,

@@ -194,14 +194,15 @@ class GroupCollector:
 
     def add(self, rec: dict) -> None:
         from ragscale.metrics.trec import answer_text
-        from ragscale.record import answer_of
+        from ragscale.record_fields import record_fields
 
         key = group_key(rec)
         if key is None or rec.get("error"):
             return
         g = self.groups.setdefault(key, {"model_id": key[0], "query_id": key[1], "runs": [], "answers": [],
                                          "values": {m: [] for m in self.metrics}})
-        answer = answer_of(rec) if (rec.get("answer_status") or "ok") == "ok" else None  # not NO_ANSWER, API_ERROR
+        fields = record_fields(rec)
+        answer = fields.answer if (fields.answer_status or "ok") == "ok" else None  # not NO_ANSWER, API_ERROR
         g["runs"].append(run_of(rec))
         g["answers"].append(answer_text(answer).strip() if isinstance(answer, str) else "")
         for m in self.metrics:

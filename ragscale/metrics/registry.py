@@ -13,7 +13,7 @@ import difflib
 import importlib
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.errors import UserError, did_you_mean
 
@@ -296,12 +296,11 @@ class Derivation:
     """What a derived metric's ``derive`` reads of one record: ``name`` (the metric asked, e.g.
     ``P@5`` for ``P@k``), ``metrics`` (the record's metrics so far, MT-RAG's list shapes; the
     derived ones earlier in :func:`derived_order` included), its ``answerability`` and its judges'
-    ``details`` (a JSON text, parsed on first use)."""
+    ``details`` (judge -> JSON text, a judge's parsed when asked)."""
 
-    def __init__(self, metrics: dict, answerability: str | None, details: str | None):
+    def __init__(self, metrics: dict, answerability: str | None, details: Mapping[str, str] | None):
         self.metrics, self.answerability, self._details = metrics, answerability, details
         self.name = ""
-        self._parsed: dict | None = None
 
     def first(self, name: str) -> Any:
         """The metric's first value (a per-target metric's first target), None when it has none."""
@@ -309,11 +308,10 @@ class Derivation:
 
     def details(self, judge: str) -> Any:
         """A judge's details of the record (None when it has none)."""
-        if self._parsed is None:
-            import json
+        import json
 
-            self._parsed = json.loads(self._details) if self._details else {}
-        return self._parsed.get(judge)
+        text = (self._details or {}).get(judge)
+        return None if text is None else json.loads(text)
 
 
 def derived_order(metrics: Sequence[str]) -> list[str]:

@@ -1,13 +1,12 @@
 """The CPU-task stages of the Ray pipeline (no Ray import here): read + lexical metrics, derive, null metric.
 
-Every stage takes and returns a ``pyarrow.Table`` in ``ROW_SCHEMA`` with exactly one
+Every stage takes and returns a ``pyarrow.Table`` in the run's row schema (ragscale.row) with exactly one
 output row per input row; a record that fails a stage keeps its row and gets an
 ``error`` naming the stage, and later stages pass it through untouched.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -17,8 +16,10 @@ import pyarrow as pa
 from ragscale.io.expectations import check
 from ragscale.io.inputs import InputFile, Pointer, PointerArray, read_raw
 from ragscale.metrics.custom import CUSTOM_METRICS, FACT_METRICS, custom_metrics
-from ragscale.pipeline.stage import add_stats, to_table
+from ragscale.io.output_line import output_line
+from ragscale.pipeline.stage import add_stats, to_rows, to_table, writer_rows
 from ragscale.record import add_judge_errors, error_json, read_record
+from ragscale.row import row_schema, set_detail
 
 
 def lexical_functions(metrics: Sequence[str]) -> dict[str, Callable]:
@@ -51,11 +52,12 @@ def pointer_table(pointers: Sequence[Pointer] | PointerArray) -> pa.Table:
 
 
 def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str],
-                     expectations: Any = None, lexical: Mapping[str, Callable] | None = None,
+                     schema: pa.Schema | None = None, expectations: Any = None, lexical: Mapping[str, Callable] | None = None,
                      need_targets: bool | None = None) -> pa.Table:
     """Stage 1: read the records the pointer rows name, validate them, compute lexical metrics
     (``lexical``: name -> function, default the catalog's for ``metrics``) and the custom
-    metrics, with the fact checks of ``expectations``. One output row per pointer row.
+    metrics, with the fact checks of ``expectations``. One output row per pointer row, in the
+    run's row ``schema`` (ragscale.row.row_schema; default: a schema of ``metrics``).
     ``lexical`` and ``need_targets`` come from the driver's catalog (a metric declared in a
     notebook is known there, not in the workers)."""
     t0 = time.perf_counter()
@@ -65,7 +67,7 @@ def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Se
     rows = [_record_row(files, p, raw, metrics, functions, need_targets, expectations)
             for p, raw in zip(pointers, read_raw(files, pointers))]
     add_stats(rows, time_lexical_s=time.perf_counter() - t0)
-    return to_table(rows)
+    return to_table(rows, schema or row_schema(metrics), "lexical")
 
 
 def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str],
@@ -81,7 +83,7 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
         m = lexical_metrics(row["prediction"], row["targets"], row["passages"], functions)
         if CUSTOM_NAMES & set(metrics):
             m.update(custom_record_metrics(row, metrics, expectations))
-        row["metrics"] = json.dumps(m)
+        row["metrics"] = m
     except Exception as e:  # noqa: BLE001 - one bad record must not stop the run
         row["error"] = error_json("lexical", f"{type(e).__name__}: {e}")
     return row
@@ -107,9 +109,7 @@ def custom_record_metrics(row: dict, metrics: Sequence[str], expectations: Any) 
         for n in wanted:
             out[n] = scores.get(n)
         if details is not None:
-            d = json.loads(row["details"]) if row.get("details") else {}
-            d["fact_checks"] = details
-            row["details"] = json.dumps(d, ensure_ascii=False)
+            set_detail(row, "fact_checks", details)
     return out
 
 
@@ -131,11 +131,11 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
 
     t0 = time.perf_counter()
     order = [(name, lookup(name).derive) for name in derived_order(metrics)]
-    rows = batch.to_pylist()
+    rows = to_rows(batch)
     for row in rows:
         if row["error"]:
             continue
-        m = json.loads(row["metrics"])
+        m = dict(row["metrics"])  # kept only when every derived metric of the record is computed
         try:
             for name, tags in (panel or {}).items():
                 scores = [m[f"{name}@{t}"][0] for t in tags if m.get(f"{name}@{t}")]
@@ -147,20 +147,31 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
         except Exception as e:  # noqa: BLE001
             row["error"] = error_json("derive", f"{type(e).__name__}: {e}")
             continue
-        row["metrics"] = json.dumps(m)
+        row["metrics"] = m
     add_stats(rows, time_derive_s=time.perf_counter() - t0)
-    return to_table(rows)
+    return to_table(rows, batch.schema, "derive", base=batch)
+
+
+LINE_SCHEMA = pa.schema([("key", pa.string()), ("line", pa.string()), ("errored", pa.bool_()), ("stats", pa.string())])
+
+
+def output_lines(batch: pa.Table) -> pa.Table:
+    """After the last stage: each finished row as its records.jsonl line (``output_line``: the
+    metrics serialised here, once), with its record key, whether it failed, and the batch's counters
+    (``LINE_SCHEMA``). Formatted in the workers, so the driver only appends lines."""
+    rows = writer_rows(batch)
+    return pa.table({"key": [r["key"] for r in rows], "line": [output_line(r) for r in rows],
+                     "errored": [r["error"] is not None for r in rows], "stats": [r["stats"] for r in rows]},
+                    schema=LINE_SCHEMA)
 
 
 def null_metric(batch: pa.Table, *, metric: str, judge: str, reason: str) -> pa.Table:
     """Set ``metric`` to null with ``reason`` on every live record (a model that is not on
     this machine: the run said so before it started)."""
-    rows = batch.to_pylist()
+    rows = to_rows(batch)
     for row in rows:
         if row["error"]:
             continue
-        m = json.loads(row["metrics"])
-        m[metric] = None
-        row["metrics"] = json.dumps(m)
+        row["metrics"][metric] = None
         add_judge_errors(row, [{"judge": judge, "reason": reason, "undefined": True}])
-    return to_table(rows)
+    return to_table(rows, batch.schema, "nli", base=batch)

@@ -2,7 +2,8 @@
 
     pointers ─from_arrow─▶ load_and_lexical (CPU tasks) ─▶ EncoderActor pool ─▶ NLIActor pool (HHEM)
              ─▶ JudgeActor pool(s) ─▶ RelevancyActor pool (ragas answer relevancy) ─▶ derive (CPU)
-             ─iter_batches─▶ driver: records.jsonl (flushed per batch), progress
+             ─▶ output_lines (CPU: each row's records.jsonl line, formatted in the workers)
+             ─iter_batches─▶ driver: records.jsonl (the lines appended, flushed per batch), progress
 
 Every stage keeps one row per record; a failed record carries its error to the end.
 
@@ -171,8 +172,9 @@ def stage_labels(plan: Any) -> list[str]:
 
 def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
                  on_rows: Callable[[list[dict]], None], ray_progress_bars: bool = False, hub: Any = None) -> dict:
-    """Stream the records through the stages; ``on_rows`` gets each finished batch of rows
-    (their ``ragscale.record.OUTPUT_COLUMNS``). With a progress ``hub``
+    """Stream the records through the stages; ``on_rows`` gets each finished batch as rows of
+    ``cpu_stages.LINE_SCHEMA`` (record key, its records.jsonl line, whether it failed, the batch's
+    counters: the lines are formatted in the workers). With a progress ``hub``
     (ragscale.pipeline.progress), every stage counts its records there as it works.
 
     Returns the stages' counters summed over batches (compute seconds per stage, encoder
@@ -192,10 +194,12 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
     ctx.execution_options.preserve_order = False
     ctx.print_on_execution_start = ray_progress_bars
 
-    from ragscale.pipeline.graph import build_stages
+    from ragscale.pipeline.graph import build_stages, row_metrics
     from ragscale.pipeline.progress import reporting_task
     from ragscale.pipeline.stage import actor_class, sum_stats
-    from ragscale.pipeline.cpu_stages import lexical_functions, load_and_lexical, needs_targets, pointer_table
+    from ragscale.row import row_schema
+    from ragscale.pipeline.cpu_stages import (lexical_functions, load_and_lexical, needs_targets, output_lines,
+                                              pointer_table)
 
     chunk = int(plan.cluster.get("chunk_size", 128))
     blocks = [pointer_table(pointers[i : i + chunk]) for i in range(0, len(pointers), chunk)]
@@ -206,7 +210,8 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
         reporting_task(load_and_lexical, READ_STAGE, hub),
         batch_size=chunk,
         batch_format="pyarrow",
-        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "expectations": plan.expectations,
+        fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "schema": row_schema(row_metrics(plan)),
+                   "expectations": plan.expectations,
                    "lexical": functions, "need_targets": needs_targets(plan.metrics)},
         num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
     )
@@ -219,11 +224,11 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
             ds = ds.map_batches(actor_class(st, hub, label), fn_constructor_kwargs=dict(st.kwargs),
                                 batch_format="pyarrow", **actor_pool(st.pool, st.batch_size or 256, calls=st.calls))
 
+    # the records.jsonl lines are formatted in the workers (a CPU task, fused with the derive task)
+    ds = ds.map_batches(output_lines, batch_size=None, batch_format="pyarrow", num_cpus=0.1)
     stats: dict[str, float] = {}
-    from ragscale.record import OUTPUT_COLUMNS
-
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
-        rows = batch.select(list(OUTPUT_COLUMNS)).to_pylist()  # what the writer needs, nothing more
+        rows = batch.to_pylist()
         sum_stats(rows, stats)
         on_rows(rows)
     return stats

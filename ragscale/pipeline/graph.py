@@ -111,6 +111,21 @@ def build_stages(plan: Any) -> list[Stage]:
     return stages
 
 
+def row_metrics(plan: Any) -> list[str]:
+    """Every metric a record of the run can carry, in the run's order: the plan's metrics, what
+    each stage produces, and every metric of each judge the run runs (a judge writes all of its
+    metrics; a panel member's with its ``@tag``). The fields of the rows' ``metrics`` struct."""
+    from ragscale.judges import JUDGES
+
+    out = list(plan.metrics)
+    for st in build_stages(plan):
+        out.extend(sorted(m for m in st.produces if not m.startswith("details:")))
+        if st.pool is not None and st.kwargs.get("judges") is not None:
+            suffix = f"@{st.kwargs['tag']}" if st.kwargs.get("tag") else ""
+            out.extend(m + suffix for j in st.kwargs["judges"] for m in JUDGES[j].metrics)
+    return list(dict.fromkeys(out))
+
+
 def check_graph(stages: list[Stage], first: frozenset[str] = frozenset()) -> None:
     """Every stage's needs are produced by the lexical stage (``first``) or an earlier stage;
     otherwise a one-line UserError naming the stage and what it lacks."""

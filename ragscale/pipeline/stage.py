@@ -4,8 +4,10 @@ A stage is declared once (``Stage``): its name (the ``stage`` of a record's erro
 ``time_<name>_s`` counter), the worker that does the work, what it needs and produces, and
 its placement (an actor pool from ``cluster.<pool>``, or a CPU task). Workers are plain
 classes over records (ragscale/actors/): ``process(rows) -> counters``, rows changed in
-place, no Ray and no Arrow. This module owns the rest: Arrow conversion, per-record failure
-isolation, stats and restart counting, and one output row per input row (checked).
+place, no Ray and no Arrow. This module owns the rest: Arrow conversion (a worker's row is a
+dict, ragscale.row; only the columns a stage may change are converted back, each metric
+checked against its type), per-record failure isolation, stats and restart counting, and one
+output row per input row (checked).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import pyarrow as pa
 
-from ragscale.record import ROW_SCHEMA, error_json
+from ragscale.record import error_json
+from ragscale.row import STAGE_COLUMNS, metric_checks
 
 
 class Worker(Protocol):
@@ -43,8 +46,66 @@ class Stage:
     calls: int = 1  # batches an actor of the pool works on at once (threaded; a streaming judge engine)
 
 
-def to_table(rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+def to_rows(batch: pa.Table) -> list[dict]:
+    """A batch's rows as workers see them (ragscale.row): ``metrics`` a dict of the metrics the
+    record has (in the order they were set), ``details`` a dict, lists as lists."""
+    rows = batch.to_pylist()
+    for r in rows:
+        struct = r["metrics"] or {}
+        r["metrics"] = {k: struct[k] for k in r.pop("metric_keys") or ()}
+        r["details"] = dict(r["details"] or ())
+        r["judge_errors"] = list(r["judge_errors"] or ())
+        r["warnings"] = list(r["warnings"] or ())
+    return rows
+
+
+def writer_rows(batch: pa.Table) -> list[dict]:
+    """A finished batch's rows as the writer reads them (``OUTPUT_COLUMNS``, nothing more)."""
+    from ragscale.io.output_line import OUTPUT_COLUMNS
+
+    return to_rows(batch.select(list(OUTPUT_COLUMNS)))
+
+
+_CHECKS: dict[pa.Schema, dict] = {}
+
+
+def _checked(rows: list[dict], schema: pa.Schema, stage: str) -> None:
+    """Each row's metrics fit their types in ``schema``: a metric the run did not plan, or a value
+    of another type (a string for a score, 1.5 for a count), fails its record, naming the metric."""
+    checks = _CHECKS.get(schema)
+    if checks is None:
+        checks = _CHECKS.setdefault(schema, metric_checks(schema))
+    for r in rows:
+        for name in list(r["metrics"]):
+            check = checks.get(name)
+            why = "is not a metric the run planned (declare it: ragscale.metrics.registry)" if check is None \
+                else check(r["metrics"][name])
+            if why is not None:
+                del r["metrics"][name]
+                if not r["error"]:
+                    r["error"] = error_json(stage, f"metric {name!r}: {why}" if check else f"metric {name!r} {why}")
+
+
+def to_table(rows: list[dict], schema: pa.Schema, stage: str, base: pa.Table | None = None) -> pa.Table:
+    """The rows back as Arrow in ``schema``; with ``base`` (the batch they came from), only the
+    columns a stage may change are converted, the record's own fields are kept as they were."""
+    _checked(rows, schema, stage)
+    cols = {
+        "metrics": [r["metrics"] for r in rows],
+        "metric_keys": [list(r["metrics"]) or None for r in rows],
+        "warnings": [r.get("warnings") or None for r in rows],
+        "error": [r.get("error") for r in rows],
+        "judge_errors": [r.get("judge_errors") or None for r in rows],
+        "stats": [r.get("stats") for r in rows],
+        "details": [r.get("details") or None for r in rows],
+    }
+    if base is None:
+        return pa.Table.from_pylist([{**r, **{k: v[i] for k, v in cols.items()}} for i, r in enumerate(rows)],
+                                    schema=schema)
+    for name in STAGE_COLUMNS:
+        base = base.set_column(base.schema.get_field_index(name), schema.field(name),
+                               pa.array(cols[name], type=schema.field(name).type))
+    return base
 
 
 def add_stats(rows: list[dict], **values: float) -> None:
@@ -89,13 +150,13 @@ def process_rows(worker: Worker, stage: str, rows: list[dict]) -> None:
 def process_table(worker: Worker, stage: str, batch: pa.Table, **extra: float) -> pa.Table:
     """``process_rows`` over an Arrow batch (``extra`` counters added to its stats): one output
     row per input row, checked."""
-    rows = batch.to_pylist()
+    rows = to_rows(batch)
     process_rows(worker, stage, rows)
     if extra and rows:
         add_stats(rows, **extra)
     if len(rows) != batch.num_rows:
         raise RuntimeError(f"stage {stage}: {len(rows)} rows out for {batch.num_rows} in")
-    return to_table(rows)
+    return to_table(rows, batch.schema, stage, base=batch)
 
 
 def actor_class(stage: Stage, hub: Any = None, label: str | None = None) -> type:

@@ -5,8 +5,9 @@ values of a higher-is-better score, the highest of a lower-is-better one (the ta
 rates). A record at the score's best value is never listed: the catalog's bound on the good
 side (``bounds``, ``higher_is_better``), else, for an unbounded score, the best value seen in
 the run. Each record is shown once, as one card with every score it is among the lowest on:
-its question, references, passages and answer (read from the output record with the readers'
-helpers of :mod:`ragscale.record`), all its metric values, the judges' details and errors.
+its question and answer (the record's fields, :mod:`ragscale.record_fields`), its references and
+passages (texts the fields do not keep: read from the record's input part with the reader's
+``extract_fields``, through ``record_texts``), all its metric values, the judges' details and errors.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from ragscale.errors import RecordError
-from ragscale.record import answer_of, extract_fields, passage_ids_of, query_of
+from ragscale.record_fields import record_fields, record_texts
 from ragscale.report.headline import higher_is_better
 from ragscale.stats.intervals import bounds_of
 from ragscale.report.text import fmt, trim, trunc
@@ -62,20 +62,17 @@ def record_info(rec: dict, seq: int, model: str, key: str, values: dict[str, Any
     """What a card shows of one record: its texts (question, references, passages with their ids,
     answer), its metric values (``values``: one number per metric) and the judges' details, errors
     and warnings, bounded."""
-    try:
-        fields = extract_fields(rec, need_targets=False)
-    except RecordError:
-        fields = {}
-    refs, passages = fields.get("targets") or [], fields.get("passages") or []
-    ids = passage_ids_of(rec, len(passages))
+    fields = record_fields(rec)
+    texts = record_texts(rec, fields)
+    refs, passages = texts.references or [], texts.passages
     rs = rec.get("ragscale") if isinstance(rec.get("ragscale"), dict) else {}
     return {
         "seq": seq, "record": key, "model": model,
-        "query": trunc(query_of(rec), 3000),
+        "query": trunc(fields.query or "", 3000),
         "references": [trunc(t, 3000) for t in refs[:3]],
-        "passages": [(pid, trunc(p, 1500)) for pid, p in list(zip(ids, passages))[:PASSAGES]],
+        "passages": [(pid, trunc(p, 1500)) for pid, p in passages[:PASSAGES]],
         "more_passages": max(0, len(passages) - PASSAGES),
-        "answer": trunc(answer_of(rec) or "", 5000),
+        "answer": trunc(fields.answer or "", 5000),
         "metrics": values,
         "details": trim(rs.get("details") or {}),
         "judge_errors": trim([e for e in rs.get("judge_errors") or [] if isinstance(e, dict)][:20]),

@@ -52,6 +52,9 @@ cells are 0.5 and the autonugget cell is ``{}``, as open-rag-eval writes them).
 Unlike ``to_csv`` with ``run_consistency: false`` (first run only), every run is written.
 Records not read from an open-rag-eval CSV (MT-RAG) are written too: ``query_id`` is their
 ``task_id``, ``query`` the last user turn, passages ``[1]``, ``[2]``, ... their contexts.
+The query, answer, answer status and passage ids are the record's fields as the reader read them
+(ragscale.record_fields); the passage texts come from its input part (open-rag-eval's ``passages``,
+MT-RAG's ``contexts``), which the fields do not keep.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from typing import Any, Iterable
 
 from ragscale.io.output import RECORDS, iter_records
 from ragscale.metrics.trec import parse_generated_answer
-from ragscale.record import answer_of, query_of
+from ragscale.record_fields import RecordFields, record_fields
 from ragscale.report.safe import console_name, csv_writer, file_name
 
 RUN_FIELDS = (
@@ -106,29 +109,36 @@ def _num(value: Any) -> float | None:
     return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
-def _passages(rec: dict) -> list[tuple[str, str]]:
+def _passages(rec: dict, fields: RecordFields | None = None) -> list[tuple[str, str]]:
+    """(passage id, text): the texts from the record's input part, the ids from its fields
+    (default ``record_fields(rec)``) when they name as many passages, else from the input part."""
     ps = rec.get("passages")
     if isinstance(ps, list) and all(isinstance(p, dict) for p in ps):
-        return [(str(p.get("id")), str(p.get("text") or "")) for p in ps]
-    ctx = rec.get("contexts")  # MT-RAG records: citations [k] are 1-based ranks
-    if isinstance(ctx, list):
-        return [(f"[{i + 1}]", str(c.get("text", "") if isinstance(c, dict) else c)) for i, c in enumerate(ctx)]
-    return []
+        out = [(str(p.get("id")), str(p.get("text") or "")) for p in ps]
+    elif isinstance(rec.get("contexts"), list):  # MT-RAG records: citations [k] are 1-based ranks
+        out = [(f"[{i + 1}]", str(c.get("text", "") if isinstance(c, dict) else c)) for i, c in enumerate(rec["contexts"])]
+    else:
+        return []
+    ids = (record_fields(rec) if fields is None else fields).passage_ids
+    return list(zip(ids, (t for _, t in out))) if ids is not None and len(ids) == len(out) else out
 
 
-def _answer(rec: dict) -> str | None:
+def _answer(fields: RecordFields) -> str | None:
     """The record's answer, ``None`` when it has none or only blanks."""
-    a = answer_of(rec)
+    a = fields.answer
     return a if a and a.strip() else None
 
 
-def _skipped(rec: dict) -> bool:
+def _skipped(rec: dict, fields: RecordFields | None = None) -> bool:
+    """Whether open-rag-eval leaves the record out (module docstring); ``fields``: its fields,
+    default ``record_fields(rec)``."""
+    fields = record_fields(rec) if fields is None else fields
     err = rec.get("error")
     return bool(
         rec.get("input_error")
         or (isinstance(err, dict) and err.get("stage") == "input")
-        or (rec.get("answer_status") or "ok") != "ok"
-        or _answer(rec) is None
+        or (fields.answer_status or "ok") != "ok"
+        or _answer(fields) is None
     )
 
 
@@ -223,10 +233,10 @@ def _citation_cell(m: dict, details: dict, answer: str) -> dict | None:
     return cell
 
 
-def _run_cells(rec: dict) -> dict[str, Any]:
+def _run_cells(rec: dict, fields: RecordFields) -> dict[str, Any]:
     """The ``RUN_FIELDS`` values of one record (missing ones left out)."""
-    passages = _passages(rec)
-    answer = _answer(rec) or ""
+    passages = _passages(rec, fields)
+    answer = _answer(fields) or ""
     cells: dict[str, Any] = {
         "retrieved_passages": dict(passages),
         "generated_answer": parse_generated_answer(answer),
@@ -268,14 +278,15 @@ class _Table:
 
     def add(self, rec: dict) -> None:
         seq, self.seq = self.seq, self.seq + 1
-        if _skipped(rec):
+        fields = record_fields(rec)
+        if _skipped(rec, fields):
             return
         prov = rec.get("ragscale") or {}
         qid = rec.get("query_id") or rec.get("task_id") or prov.get("record_key") or f"record-{seq}"
-        q = self.queries.setdefault(str(qid), {"query": query_of(rec), "order": _order(rec, seq), "runs": []})
+        q = self.queries.setdefault(str(qid), {"query": fields.query or "", "order": _order(rec, seq), "runs": []})
         q["order"] = min(q["order"], _order(rec, seq))
         run = rec.get("query_run")
-        q["runs"].append((run if isinstance(run, int) else 1, _order(rec, seq), _run_cells(rec)))
+        q["runs"].append((run if isinstance(run, int) else 1, _order(rec, seq), _run_cells(rec, fields)))
 
     def write(self, out_path: str) -> int:
         """Write the CSV atomically (temp file + rename); returns the number of rows (queries)."""

@@ -87,7 +87,7 @@ class PairedValues:
         """One record (``model``: its name here, default its model_id)."""
         from ragscale.metrics.registry import record_scalar
         from ragscale.report.summary import answerability_correct
-        from ragscale.record import answerability_of
+        from ragscale.record_fields import record_fields
 
         if not isinstance(rec, dict) or rec.get("error") is not None:
             return
@@ -101,7 +101,7 @@ class PairedValues:
         for name in self.metrics:
             try:
                 if name == ANS_ACC:
-                    ok = answerability_correct(answerability_of(rec) or "UNKNOWN", metrics)
+                    ok = answerability_correct(record_fields(rec).answerability or "UNKNOWN", metrics)
                     v = None if ok is None else float(ok)
                 else:
                     v = record_scalar(name, metrics.get(name))

@@ -19,7 +19,8 @@ exit code (docs/exit-codes.md); a judge that answered without a usable judgement
 Turns (MT-RAG's ``turn``, 1-based): when any record has one, each block also has
 ``by_turn`` with the first turn (``"1"``) and the later turns (``">1"``), the split that
 MT-RAG reports (later turns are harder); records without a usable turn are in neither.
-The same pass feeds the per-model leaderboard (ragscale.report.leaderboard).
+The same pass feeds the per-model leaderboard (ragscale.report.leaderboard). A record's question,
+answer and answerability are its fields as the reader read them (ragscale.record_fields).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from ragscale.exitcodes import failed
 from ragscale.io.identity import REPEAT
 from ragscale.io.output import iter_records
 from ragscale.metrics.registry import label, lookup, record_scalar  # noqa: F401 - record_scalar: re-exported
-from ragscale.record import answer_of, answerability_of, inputs_of, is_unreadable, judge_error_kind
+from ragscale.row import metric_type
+from ragscale.record import is_unreadable, judge_error_kind
+from ragscale.record_fields import RecordFields, record_fields, record_texts
 from ragscale.report.safe import console_name, csv_writer
 from ragscale.stats.intervals import ExactSum
 
@@ -79,7 +82,8 @@ class _Acc:
         self.ans_correct = 0
         self.ans_n = 0
 
-    def add(self, rec: dict, metrics: Sequence[str]) -> None:
+    def add(self, rec: dict, metrics: Sequence[str], cls: str | None = None) -> None:
+        """One record (``cls``: its answerability class, default read from it)."""
         self.count += 1
         engine_failed = False
         for err in (rec.get("ragscale") or {}).get("judge_errors") or []:
@@ -99,7 +103,7 @@ class _Acc:
             self.errors += 1
             return
         self.judge_failed += engine_failed
-        correct = answerability_correct(_answerability(rec), rec.get("metrics") or {})
+        correct = answerability_correct(cls or _answerability(record_fields(rec)), rec.get("metrics") or {})
         if correct is not None:
             self.ans_n += 1
             self.ans_correct += int(correct)
@@ -151,12 +155,11 @@ def answerability_correct(answerability: str, metrics: dict) -> bool | None:
 
 
 def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
-    def mtype(name: str) -> pa.DataType:
-        spec = lookup(name)
-        if spec is None:  # e.g. a panel member's RB_llm@judge: MT-RAG's [value] shape
+    def mtype(name: str) -> pa.DataType:  # the pipeline's type of the metric (ragscale.row)
+        try:
+            return metric_type(name)
+        except ValueError:  # a name outside the catalog: MT-RAG's [value] shape
             return pa.list_(pa.float64())
-        item = {"bool": pa.bool_(), "int": pa.int64()}.get(spec.dtype, pa.float64())
-        return item if spec.scalar and spec.shape != "vector" else pa.list_(item)
 
     return pa.schema(
         [
@@ -165,7 +168,7 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
             ("task_id", pa.string()),
             ("conversation_id", pa.string()),
             ("turn", pa.string()),
-            ("question", pa.string()),  # the inputs as the readers read them (ragscale.record.inputs_of)
+            ("question", pa.string()),  # the inputs as the reader read them (ragscale.record_fields)
             ("contexts", pa.list_(pa.string())),
             ("reference", pa.list_(pa.string())),
             ("answerability", pa.string()),
@@ -180,26 +183,28 @@ def _parquet_schema(metrics: Sequence[str]) -> pa.Schema:
     )
 
 
-def _answerability(rec: dict) -> str:
-    return answerability_of(rec) or UNKNOWN
+def _answerability(fields: RecordFields) -> str:
+    return fields.answerability or UNKNOWN
 
 
-def _parquet_row(rec: dict, metrics: Sequence[str]) -> dict:
-    pred = answer_of(rec)
+def _parquet_row(rec: dict, metrics: Sequence[str], fields: RecordFields) -> dict:
+    """A records.parquet row: the question, answer and answerability from the record's fields
+    (``fields``: ragscale.record_fields), the passage and reference texts from its input part
+    (``record_texts``: the reader's ``extract_fields``; the fields keep no texts)."""
     err = rec.get("error") or {}
     m = rec.get("metrics") or {}
-    read = inputs_of(rec)
+    texts = record_texts(rec, fields)
     return {
-        "question": read["question"],
-        "contexts": read["contexts"],
-        "reference": read["reference"],
+        "question": fields.query,
+        "contexts": texts.contexts,
+        "reference": texts.references,
         "record_key": rec["ragscale"]["record_key"],
         "model_id": rec.get("model_id"),
         "task_id": None if rec.get("task_id") is None else str(rec.get("task_id")),
         "conversation_id": None if rec.get("conversation_id") is None else str(rec.get("conversation_id")),
         "turn": None if rec.get("turn") is None else str(rec.get("turn")),
-        "answerability": _answerability(rec),
-        "prediction": pred,
+        "answerability": _answerability(fields),
+        "prediction": fields.answer,
         "metrics": {k: m.get(k) for k in metrics},
         "error_stage": err.get("stage"),
         "error_message": err.get("message"),
@@ -263,15 +268,16 @@ class SummarySink:
     def add(self, rec: dict) -> None:
         model, metrics = str(rec.get("model_id")), self.metrics
         self.repeats += is_repeat(rec)
-        cls = _answerability(rec)
+        fields = record_fields(rec)
+        cls = _answerability(fields)
         mine = () if self.unreadable.held(rec, model) else (self.by_model[model][ALL], self.by_model[model][cls])
         for acc in (*mine, self.overall[ALL], self.overall[cls]):
-            acc.add(rec, metrics)
+            acc.add(rec, metrics, cls)
         turn = turn_bucket(rec)
         if turn is not None:
             for acc in (self.by_turn[model][turn], self.overall_turn[turn]):
-                acc.add(rec, metrics)
-        self.buf.append(_parquet_row(rec, metrics))
+                acc.add(rec, metrics, cls)
+        self.buf.append(_parquet_row(rec, metrics, fields))
         if len(self.buf) >= self.rows_per_group:
             self._flush()
 

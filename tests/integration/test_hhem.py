@@ -133,15 +133,15 @@ def _row(key, prediction, passages, error=None, metrics=None):
     from ragscale.record import Record
 
     return {**Record(key, "m", key, "f.jsonl", 1, input_json="{}").to_row(), "prediction": prediction,
-            "targets": ["t"], "passages": passages, "metrics": json.dumps(metrics or {"Recall": [0.5]}), "error": error}
+            "targets": ["t"], "passages": passages, "metrics": metrics or {"Recall": [0.5]}, "error": error}
 
 
 def test_nli_actor_rows(tiny_hhem, scorer):
-    import pyarrow as pa
+    from rows import rows_of, table as row_table  # tests/rows.py
 
     from ragscale.actors.nli import NLIActor
     from ragscale.pipeline.stage import process_table
-    from ragscale.record import ROW_SCHEMA, error_json
+    from ragscale.record import error_json
 
     long_passages = [("water is wet " + "w" * 50 + " ") * 100, ("The sky is blue " + "s" * 50 + " ") * 100]  # cut to 8192 chars
     rows = [
@@ -152,25 +152,25 @@ def test_nli_actor_rows(tiny_hhem, scorer):
         _row("long", "the sky is blue", long_passages),
         _row("dup", "Paris is the capital of France [1].", ["Paris is the capital of France .", "grass is green"]),
     ]
-    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    table = row_table(rows, ["hhem"])
     actor = NLIActor({"model": str(tiny_hhem[0]), "torch_threads": 1, "batch_size": 2, "device": "cpu"})
-    out = process_table(actor, "nli", table).to_pylist()
+    out = rows_of(process_table(actor, "nli", table))
     assert [r["key"] for r in out] == [r["key"] for r in rows]
     by = {r["key"]: r for r in out}
 
-    m = json.loads(by["ok"]["metrics"])
+    m = by["ok"]["metrics"]
     assert m["Recall"] == [0.5]
     assert m["hhem"] == pytest.approx(scorer.score([("Paris is the capital of France . grass is green",
                                                       "Paris is the capital of France")])[0], abs=1e-6)
-    assert json.loads(by["dup"]["metrics"])["hhem"] == m["hhem"]
-    assert by["ok"]["judge_errors"] is None
+    assert by["dup"]["metrics"]["hhem"] == m["hhem"]
+    assert by["ok"]["judge_errors"] == []
 
     long_premise = " ".join(long_passages)[:8192]
-    assert json.loads(by["long"]["metrics"])["hhem"] == pytest.approx(scorer.score([(long_premise, "the sky is blue")])[0], abs=1e-6)
+    assert by["long"]["metrics"]["hhem"] == pytest.approx(scorer.score([(long_premise, "the sky is blue")])[0], abs=1e-6)
 
     for key, word in (("nopass", "no passages"), ("cites-only", "empty answer")):
-        assert json.loads(by[key]["metrics"])["hhem"] is None
-        (err,) = json.loads(by[key]["judge_errors"])
+        assert by[key]["metrics"]["hhem"] is None
+        (err,) = [json.loads(e) for e in by[key]["judge_errors"]]
         assert err["judge"] == "hhem" and err["undefined"] is True and word in err["reason"]
 
     assert by["err"] == {**rows[2], "stats": by["err"]["stats"]}  # untouched

@@ -16,7 +16,7 @@ pytest.importorskip("llama_cpp", reason="the local judge engine is built by scri
 def test_judge_actor_generates_parses_and_caches(tmp_path):
 
     from ragscale.actors.judge import JudgeActor
-    from ragscale.pipeline.stage import process_table
+    from ragscale.pipeline.stage import process_table, to_rows
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.config import JudgeConf
     from ragscale.weights import resolve_gguf, split_gguf_spec
@@ -24,23 +24,26 @@ def test_judge_actor_generates_parses_and_caches(tmp_path):
 
     files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
     ptrs = list(scan(files, with_tasks=False))[:2]
-    rows = load_and_lexical(pointer_table(ptrs), files=files, metrics=["Recall"])
+    from ragscale.row import row_schema
+
+    rows = load_and_lexical(pointer_table(ptrs), files=files, metrics=["Recall"],
+                            schema=row_schema(["Recall", "idk_eval", "RB_llm"]))
     spec, requantize = split_gguf_spec(JudgeConf.model)  # the local judge's default model
     kwargs = {"engine": {"engine": "llama.cpp", "model_path": resolve_gguf(spec), "requantize": requantize,
                          "n_ctx": 8192, "n_threads": 2, "seed": 0},
               "judges": ["idk", "radbench"], "cache_path": str(tmp_path / "judge.sqlite"), "max_retries": 1}
-    first = process_table(JudgeActor(**kwargs), "judge", rows).to_pylist()
+    first = to_rows(process_table(JudgeActor(**kwargs), "judge", rows))
     stats = json.loads(first[0]["stats"])
     assert stats["judge_prompts"] == 4 and stats["judge_generations"] >= 4 and stats.get("judge_cache_hits", 0) == 0
     for row in first:
-        m = json.loads(row["metrics"])
-        errs = json.loads(row["judge_errors"]) if row["judge_errors"] else []
+        m = row["metrics"]
+        errs = [json.loads(e) for e in row["judge_errors"]]
         for metric, judge in (("idk_eval", "idk"), ("RB_llm", "radbench")):
             # constrained decoding: a score, or a recorded parse failure with its raw text
             assert (m[metric] is not None and len(m[metric]) == 1) or any(e["judge"] == judge and "raw" in e for e in errs)
         if m["idk_eval"] is not None:
             assert m["idk_eval"][0] in (0.0, 0.5, 1.0)
-    again = process_table(JudgeActor(**kwargs), "judge", rows).to_pylist()  # a fresh actor: everything from the disk cache
+    again = to_rows(process_table(JudgeActor(**kwargs), "judge", rows))  # a fresh actor: everything from the disk cache
     stats2 = json.loads(again[0]["stats"])
     assert stats2.get("judge_generations", 0) == 0 and stats2["judge_cache_hits"] == stats["judge_generations"]
     assert [r["metrics"] for r in again] == [r["metrics"] for r in first]

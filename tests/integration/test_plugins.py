@@ -62,10 +62,10 @@ def parse(raw):
     return label
 
 
-def start(obj, row):
+def start(inp):
     prompt = JudgePrompt("demo_polite", "demo-polite-v1", (
         {"role": "system", "content": "Answer with JSON: is the answer polite? {\\"polite\\": \\"yes\\" or \\"no\\"}"},
-        {"role": "user", "content": "Answer: " + (row.get("prediction") or "")}), SCHEMA, max_tokens=16)
+        {"role": "user", "content": "Answer: " + inp.prediction}), SCHEMA, max_tokens=16)
     label = yield prompt, parse
     return JudgeResult(metrics={"demo_polite": 1.0 if label == "yes" else 0.0}, details={"polite": label})
 

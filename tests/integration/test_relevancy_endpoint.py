@@ -32,13 +32,13 @@ TRIGGER = "Harlow Bay"
 
 def relevancy_rows(records: list[dict]) -> list[dict]:
     """The RelevancyActor's input rows rebuilt from output records (their judge details)."""
-    return [{"error": None, "metrics": "{}", "judge_errors": None, "stats": None,
-             "details": json.dumps({"ragas_answer_relevancy": r["ragscale"]["details"]["ragas_answer_relevancy"]})}
+    return [{"error": None, "metrics": {}, "judge_errors": [], "stats": None,
+             "details": {"ragas_answer_relevancy": json.dumps(r["ragscale"]["details"]["ragas_answer_relevancy"])}}
             for r in records]
 
 
 def scores(rows: list[dict]) -> list[float | None]:
-    return [json.loads(r["metrics"]).get("answer_relevancy") for r in rows]
+    return [r["metrics"].get("answer_relevancy") for r in rows]
 
 
 def test_endpoint_run_equals_the_offline_path_and_failures_are_null_with_their_reason(tmp_path):

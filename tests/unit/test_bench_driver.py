@@ -21,7 +21,7 @@ def test_base_rows_are_the_sample_with_its_golden_metrics(base):
     rows = bench.base_rows()
     assert len(rows) == 30 and all(r["error"] is None for r in rows)
     assert {r["model_id"] for r in rows} == {"acme-7b", "borealis-13b", "cobalt-70b"}
-    assert set(json.loads(rows[0]["metrics"])) >= {"Recall", "RB_llm", "HMean_idk", "idk_eval"}
+    assert set(rows[0]["metrics"]) >= {"Recall", "RB_llm", "HMean_idk", "idk_eval"}
     # grouped by task, each task's three models in input order
     assert len(base) == 10 and all(len(t) == 3 for t in base)
     assert [r["model_id"] for r in base[0]] == ["acme-7b", "borealis-13b", "cobalt-70b"]
@@ -56,15 +56,16 @@ def test_replicated_records_are_distinct_and_well_formed(base):
     line = json.loads(output_line(rows[13]))
     assert line["task_id"] == rows[13]["task_id"] and line["model_id"] == "model-03"
     assert line["ragscale"]["record_key"] == "bench:13" and line["error"] is None
-    assert set(line["metrics"]) == set(json.loads(base[0][0]["metrics"]))
+    assert set(line["metrics"]) == set(base[0][0]["metrics"])
 
 
 def test_make_block_and_spans(base):
-    from ragscale.record import ROW_SCHEMA
+    from ragscale.row import row_schema
 
     assert bench.spans(300, 128) == [(0, 128), (128, 128), (256, 44)] and bench.spans(0, 128) == []
     t = bench.make_block(base, 256, 44, 10, "/in.jsonl")
-    assert t.schema == ROW_SCHEMA and t.num_rows == 44
+    assert t.schema == row_schema([m for task in base for r in task for m in r["metrics"]]) and t.num_rows == 44
+    assert t.column("error").null_count == 44  # every metric fits its type
     stats = t.column("stats").to_pylist()
     assert json.loads(stats[0])["records_in"] == 44 and stats[1:] == [None] * 43  # the batch's counters on one row
     assert t.column("key").to_pylist()[0] == "bench:256"

@@ -7,25 +7,22 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pytest
+from rows import rows_of, table, worker_row  # tests/rows.py
 
-from ragscale.pipeline.stage import ROW_SCHEMA
 from ragscale.pipeline.cpu_stages import derive
 
 
 def row(error: str | None = None, answerability: str = "ANSWERABLE", **metrics) -> dict:
-    r = {name: None for name in ROW_SCHEMA.names}
-    r.update(answerability=answerability, error=error, metrics=json.dumps(metrics))
-    return r
+    return worker_row(answerability=answerability, error=error, metrics=metrics)
 
 
 def run(rows: list[dict], metrics: list[str], panel: dict | None = None) -> list[dict]:
-    return derive(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), metrics=metrics, panel=panel).to_pylist()
+    return rows_of(derive(table(rows, metrics), metrics=metrics, panel=panel))
 
 
 def metrics_of(r: dict) -> dict:
-    return json.loads(r["metrics"])
+    return r["metrics"]
 
 
 def test_a_panel_metric_is_the_median_of_its_judges_that_scored():
@@ -59,7 +56,7 @@ def test_retrieval_scores_from_the_umbrela_grades():
 
 def test_errored_records_are_left_and_a_failing_record_fails_alone():
     err = json.dumps({"stage": "judge", "message": "x"})
-    bad = row(**{"RB_llm@a": ["not a number"], "RB_llm@b": [0.5]})
+    bad = row(**{"RB_llm@a": [None], "RB_llm@b": [0.5]})  # the median compares None with 0.5
     good = row(**{"RB_llm@a": [0.1], "RB_llm@b": [0.3]})
     errored = row(error=err, **{"RB_llm@a": [0.1]})
     out = run([bad, good, errored], ["RB_llm"], panel={"RB_llm": ["a", "b"]})

@@ -165,7 +165,10 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
     import ragscale.actors.judge as judge_mod
     from ragscale.actors.engines import Generation
     from ragscale.io.inputs import resolve_inputs, scan
+    from ragscale.judges import JUDGES
     from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
+    from ragscale.row import judge_error_entries, row_schema
+    from rows import rows_of  # tests/rows.py
 
     calls = []
 
@@ -178,11 +181,12 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
 
     monkeypatch.setattr(judge_mod, "build", lambda kwargs: Engine())
     files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
-    rows = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:8]), files=files, metrics=["Recall"])
+    rows = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:8]), files=files, metrics=["Recall"],
+                            schema=row_schema(["Recall", *JUDGES["ragas_faithfulness"].metrics]))
     from ragscale.pipeline.stage import process_table
 
-    out = process_table(judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite")), "judge",
-                        rows).to_pylist()
+    out = rows_of(process_table(judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite")), "judge",
+                                rows))
     with_passages = sum(1 for r in out if json.loads(r["input_json"])["contexts"])
     assert 0 < with_passages < 8 and calls == [with_passages, with_passages]
     for r in out:
@@ -190,15 +194,15 @@ def test_judge_actor_batches_both_rounds_across_records(tmp_path, monkeypatch):
         q = "\n".join(f"{t['speaker']}: {t['text']}" for t in obj["input"])
         expected, _ = ours(q, obj["predictions"][0]["text"], [c["text"] for c in obj["contexts"]])
         if isinstance(expected, Undefined):  # no passages: null, and the reason on the record
-            assert json.loads(r["metrics"])["RL_F"] is None
-            assert json.loads(r["judge_errors"]) == [{"judge": "ragas_faithfulness", "reason": expected.reason, "undefined": True}]
+            assert "RL_F" in r["metrics"] and r["metrics"]["RL_F"] is None
+            assert judge_error_entries(r) == [{"judge": "ragas_faithfulness", "reason": expected.reason, "undefined": True}]
         else:
-            assert json.loads(r["metrics"])["RL_F"] == [expected] and not r["judge_errors"]
+            assert r["metrics"]["RL_F"] == [expected] and not r["judge_errors"]
     stats = json.loads(out[0]["stats"])
     n = 2 * with_passages
     assert stats["judge_prompts"] == n and stats["judgeby|ragas_faithfulness|generations"] == n
     # the same batch again: both rounds come from the cache, nothing is generated
     calls.clear()
-    again = process_table(judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite")), "judge",
-                          rows).to_pylist()
+    again = rows_of(process_table(judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite")),
+                                  "judge", rows))
     assert calls == [] and [r["metrics"] for r in again] == [r["metrics"] for r in out]

@@ -26,6 +26,7 @@ pytest.importorskip("httpx")
 from fake_judge import FlakyJudgeServer  # noqa: E402
 from ragscale.actors.engines import Generation  # noqa: E402
 from ragscale.judges import idk  # noqa: E402
+from ragscale.row import judge_error_entries  # noqa: E402
 from test_judge_streaming import FakeEngine, mtrag_rows  # noqa: E402
 
 TURNS = [{"speaker": "user", "text": "When does the library open on Sundays?"}]
@@ -128,7 +129,7 @@ def test_a_huge_output_is_cut_in_the_record_and_the_cache(actor, streaming):
     rows = mtrag_rows()[:2]
     stats = a.process(rows)
     for row in rows:
-        [err] = json.loads(row["judge_errors"])
+        [err] = judge_error_entries(row)
         assert err["judge"] == "idk" and len(err["raw"]) == 20_000 and huge.startswith(err["raw"])
         [warning] = [w for w in row["warnings"] if "max_raw_chars" in w]
         assert f"{len(huge):,} characters" in warning and f"{len(huge) - 20_000:,} dropped" in warning
@@ -140,7 +141,7 @@ def test_no_cap_with_null(actor):
     a, _ = actor(lambda p, t, s: "x" * 30_000, ["idk"], max_raw_chars=None)
     rows = mtrag_rows()[:1]
     a.process(rows)
-    assert len(json.loads(rows[0]["judge_errors"])[0]["raw"]) == 30_000 and not rows[0]["warnings"]
+    assert len(judge_error_entries(rows[0])[0]["raw"]) == 30_000 and not rows[0]["warnings"]
 
 
 @pytest.mark.parametrize("streaming", [True, False])
@@ -158,13 +159,13 @@ def test_an_unparsed_cached_output_is_asked_again_only_with_retry_unparsed(actor
     out = [dict(r) for r in rows]
     stats = again.process(out)
     assert not eng.answered and stats.get("judge_cache_hits") == 3
-    assert all(json.loads(r["metrics"])["idk_eval"] is None for r in out)
+    assert all(r["metrics"]["idk_eval"] is None for r in out)
 
     retried, eng = actor(fixed, ["idk"], streaming=streaming, retry_unparsed=True)
     out = [dict(r) for r in rows]
     stats = retried.process(out)
     assert len(eng.answered) == 3 and stats["judge_cache_unparsed"] == 3
-    assert all(json.loads(r["metrics"])["idk_eval"] == [1.0] for r in out)
+    assert all(r["metrics"]["idk_eval"] == [1.0] for r in out)
     replay, eng = actor(fixed, ["idk"], streaming=streaming, retry_unparsed=True)
     replay.process([dict(r) for r in rows])
     assert not eng.answered  # the judgements are in the cache now
@@ -186,9 +187,9 @@ def test_a_parser_exception_fails_that_judge_only(actor, monkeypatch, streaming)
     a.process(rows)
     for row in rows:
         assert row["error"] is None
-        m = json.loads(row["metrics"])
+        m = row["metrics"]
         assert m["idk_eval"] == [0.0] and m["underspecified_eval"] is None
-        [err] = json.loads(row["judge_errors"])
+        [err] = judge_error_entries(row)
         assert err["judge"] == "underspecified" and "engine error" not in err["reason"]
 
     def broken(raw):
@@ -200,9 +201,9 @@ def test_a_parser_exception_fails_that_judge_only(actor, monkeypatch, streaming)
     rows = mtrag_rows()[:2]
     a.process(rows)
     for row in rows:
-        [err] = json.loads(row["judge_errors"])
+        [err] = judge_error_entries(row)
         assert err["judge"] == "underspecified" and "KeyError" in err["reason"], err
-        assert json.loads(row["metrics"])["idk_eval"] == [0.0]
+        assert row["metrics"]["idk_eval"] == [0.0]
 
 
 @pytest.mark.parametrize("streaming", [True, False])
@@ -213,11 +214,11 @@ def test_a_judge_that_raises_fails_on_that_record_only(actor, monkeypatch, strea
     spec = judges.JUDGES["underspecified"]
     calls = {"n": 0}
 
-    def start(obj, row, **kw):
+    def start(inp, **kw):
         calls["n"] += 1
         if calls["n"] == 1:
             raise IndexError("list index out of range")  # e.g. a record without the field it reads
-        value = yield from spec.start(obj, row, **kw)
+        value = yield from spec.start(inp, **kw)
         raise TypeError(f"cannot use {value!r}")
 
     import dataclasses
@@ -229,8 +230,8 @@ def test_a_judge_that_raises_fails_on_that_record_only(actor, monkeypatch, strea
     a.process(rows)
     reasons = []
     for row in rows:
-        assert row["error"] is None and json.loads(row["metrics"])["idk_eval"] == [0.0]
-        [err] = json.loads(row["judge_errors"])
+        assert row["error"] is None and row["metrics"]["idk_eval"] == [0.0]
+        [err] = judge_error_entries(row)
         reasons.append(err["reason"])
     assert "IndexError" in reasons[0] and "TypeError" in reasons[1], reasons
 
@@ -247,10 +248,10 @@ def test_a_malformed_input_seen_by_a_judge_fails_that_record(actor, monkeypatch,
 
     spec = judges.JUDGES["underspecified"]
 
-    def start(obj, row, **kw):
-        if row["task_id"] == first_task:
+    def start(inp, **kw):
+        if inp.task_id == first_task:
             raise RecordError("input", "input labels.helpful must be 0 or 1 (or true/false), got 'very'")
-        return (yield from spec.start(obj, row, **kw))
+        return (yield from spec.start(inp, **kw))
 
     monkeypatch.setitem(judges.JUDGES, "underspecified", dataclasses.replace(spec, start=start))
     a, _ = actor(lambda p, t, s: json.dumps({"label": "no", "decision": "yes", "explanation": "x"}),
@@ -260,7 +261,7 @@ def test_a_malformed_input_seen_by_a_judge_fails_that_record(actor, monkeypatch,
     a.process(rows)
     assert json.loads(rows[0]["error"]) == {"stage": "input",
                                             "message": "input labels.helpful must be 0 or 1 (or true/false), got 'very'"}
-    assert rows[1]["error"] is None and json.loads(rows[1]["metrics"])["idk_eval"] == [0.0]
+    assert rows[1]["error"] is None and rows[1]["metrics"]["idk_eval"] == [0.0]
 
 
 # -- failed records --------------------------------------------------------------------------
@@ -334,7 +335,7 @@ def test_engine_errors_are_never_cached_and_a_retry_asks_again(actor):
     a, eng = actor(lambda p, t, s: Generation("", error="endpoint down"), ["idk"])
     rows = mtrag_rows()[:2]
     a.process(rows)
-    assert not cached_texts(a) and all("engine error" in json.loads(r["judge_errors"])[0]["reason"] for r in rows)
+    assert not cached_texts(a) and all("engine error" in judge_error_entries(r)[0]["reason"] for r in rows)
 
 
 def test_concurrent_submits_share_one_deadline_bound(drip):

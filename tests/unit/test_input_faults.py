@@ -21,6 +21,7 @@ from ragscale.io.identity import REPEAT, ident
 from ragscale.io.inputs import PointerArray, key_code, read_raw, resolve_inputs, scan
 from ragscale.io.lines import MAX_DEPTH, LineError, clean_nan, depth, parse
 from ragscale.metrics.registry import field_needs
+from ragscale.pipeline.stage import to_rows
 from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 from ragscale.record import read_record
 
@@ -48,7 +49,7 @@ def message(rec) -> str:
 
 def stage_rows(files, pointers):
     """Stage 1 (read + lexical) on the pointers, as the pipeline runs it."""
-    return load_and_lexical(pointer_table(pointers), files=files, metrics=["exact_match"]).to_pylist()
+    return to_rows(load_and_lexical(pointer_table(pointers), files=files, metrics=["exact_match"]))
 
 
 # ------------------------------------------------------------------ one line
@@ -129,7 +130,7 @@ def test_the_scan_and_the_reader_account_for_every_line(tmp_path):
     errors = {r["source_line"]: json.loads(r["error"])["message"] for r in rows if r["error"]}
     assert sorted(errors) == [2, 3]
     assert errors[2].startswith(f"{p}: line 2: nested deeper") and errors[3].startswith(f"{p}: line 3: not valid UTF-8")
-    assert [(r["model_id"], json.loads(r["metrics"]).get("exact_match")) for r in rows if not r["error"]] == \
+    assert [(r["model_id"], r["metrics"].get("exact_match")) for r in rows if not r["error"]] == \
         [("m1", 1.0), ("123", 1.0)]
 
 

@@ -23,6 +23,7 @@ from ragscale.io.csv_rows import BOM
 from ragscale.io.inputs import PointerArray, resolve_inputs
 from ragscale.io.orag_csv import read_records
 from ragscale.io.table_csv import read_rows
+from ragscale.pipeline.stage import writer_rows
 from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
 from ragscale.record import output_line, read_record
 from ragscale.report.leaderboard import write_leaderboard
@@ -92,7 +93,7 @@ def test_every_jsonl_line_is_one_record_whose_output_line_parses(raw_lines, bom)
         files = resolve_inputs(path)
         list(sample(files[0]))  # the input check's reader: no exception
         pointers = PointerArray.scan(files, with_tasks=True).ordered_for_sweep()
-        rows = load_and_lexical(pointer_table(pointers), files=files, metrics=["exact_match"]).to_pylist()
+        rows = writer_rows(load_and_lexical(pointer_table(pointers), files=files, metrics=["exact_match"]))
     assert sorted(r["source_line"] for r in rows) == _accounted(raw_lines)
     for row in rows:
         out = json.loads(output_line(row))

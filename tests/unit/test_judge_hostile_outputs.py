@@ -23,7 +23,8 @@ import pytest
 from conftest import ROOT, reference_source
 from ragscale.judges import JUDGES
 from ragscale.judges.base import Failed, JudgeParseError
-from ragscale.record import input_view, read_record
+from ragscale.judges.judge_input import judge_input
+from ragscale.record import read_record
 
 DEEP = 1000  # the nesting: a 4.7 KB line that overflows Python's recursion limit
 
@@ -107,10 +108,8 @@ def rows() -> list[dict]:
            "generated_answer": "Paris [1]. It is in Europe [2].", "answer_status": "ok"}
     out.append(read_record(json.dumps(raw), key="q", model_id="m", task_id="q", source_file="f", source_line=1,
                            need_targets=False).to_row())
-    for row in out:  # nuggets reads UMBRELA's grades from the row (it runs after it)
-        m = json.loads(row["metrics"])
-        m.setdefault("umbrela_scores", [3] * len(row.get("passages") or []))
-        row["metrics"] = json.dumps(m)
+    for row in out:  # nuggets reads UMBRELA's grades from the row's metrics (it runs after it)
+        row["metrics"] = {"umbrela_scores": [3] * len(row.get("passages") or []), **judge_input(row).metrics}
     return out
 
 
@@ -131,7 +130,7 @@ def runs() -> Iterator[tuple[str, str, dict]]:
 
 def start(name: str, protocol: str, row: dict):
     spec = JUDGES[name]
-    return spec.start(input_view(row), row, **spec.options(protocol, "gpt-4o-mini"))
+    return spec.start(judge_input(row), **spec.options(protocol, "gpt-4o-mini"))
 
 
 def replay(name: str, protocol: str, row: dict, answers: list, last: Any) -> None:

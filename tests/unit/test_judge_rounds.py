@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pytest
 
-from ragscale.record import ROW_SCHEMA, read_record
+from ragscale.judges import JUDGES
+from ragscale.record import read_record
+from ragscale.row import detail, judge_error_entries
+from rows import rows_of, table  # tests/rows.py
 
 
 def _row(key, query, answer, passages):
@@ -51,6 +53,11 @@ def actor_with(monkeypatch, tmp_path):
     return make, calls
 
 
+def _batch(rows, judges):
+    """The Arrow batch of ``rows`` the judge stage receives: its metrics struct holds the judges' metrics."""
+    return table(rows, [m for j in judges for m in JUDGES[j].metrics])
+
+
 def test_fan_out_round_spans_records_and_keeps_a_failed_item(actor_with):
     make, calls = actor_with
 
@@ -61,17 +68,17 @@ def test_fan_out_round_spans_records_and_keeps_a_failed_item(actor_with):
     rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital.", "BROKEN passage"]),
             _row("b", "Capital of Italy?", "Rome [1].", ["Rome is the capital.", "Paris is in France."]),
             _row("c", "No passages?", "None.", [])]
-    out = make(respond, ["umbrela"])(pa.Table.from_pylist(rows, schema=ROW_SCHEMA)).to_pylist()
+    out = rows_of(make(respond, ["umbrela"])(_batch(rows, ["umbrela"])))
     # one engine call for all four passages of two records, then one re-ask for the broken one
     assert calls == [["umbrela"] * 4, ["umbrela"]]
-    a, b, c = (json.loads(r["metrics"]) for r in out)
+    a, b, c = (r["metrics"] for r in out)
     assert a == {"umbrela_scores": [3, None], "umbrela_mean": 3.0}
     assert b == {"umbrela_scores": [0, 3], "umbrela_mean": 1.5}
     assert c == {"umbrela_scores": None, "umbrela_mean": None}
-    errs = json.loads(out[0]["judge_errors"])
+    errs = judge_error_entries(out[0])
     assert errs == [{"judge": "umbrela", "item": 1, "reason": "output is not JSON", "raw": "not json"}]
-    assert json.loads(out[2]["judge_errors"]) == [{"judge": "umbrela", "reason": "no passages", "undefined": True}]
-    assert json.loads(out[0]["details"])["umbrela"] == {"[1]": 3, "[2]": None}
+    assert judge_error_entries(out[2]) == [{"judge": "umbrela", "reason": "no passages", "undefined": True}]
+    assert detail(out[0]["details"], "umbrela") == {"[1]": 3, "[2]": None}
     stats = json.loads(out[0]["stats"])
     assert stats["judge_prompts"] == 4 and stats["judge_parse_failures"] == 1 and stats["judge_retries"] == 1
 
@@ -93,10 +100,11 @@ def test_phases_run_nuggets_after_umbrela_and_empty_rounds_finish(actor_with):
 
     rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital."]),
             _row("b", "Capital?", "No citations here.", ["Paris is the capital."])]  # citation: empty fan-out
-    out = make(respond, ["nuggets", "citation", "umbrela"])(pa.Table.from_pylist(rows, schema=ROW_SCHEMA)).to_pylist()
+    judges = ["nuggets", "citation", "umbrela"]
+    out = rows_of(make(respond, judges)(_batch(rows, judges)))
     assert sorted(calls[0]) == ["citation", "umbrela", "umbrela"]  # b's citation round is empty: nothing asked
     assert all(set(c) == {"nuggets"} for c in calls[1:])  # phase 2 only after phase 1's grades
-    a, b = (json.loads(r["metrics"]) for r in out)
+    a, b = (r["metrics"] for r in out)
     assert a["umbrela_scores"] == [2] and a["nuggets_all"] == 1.0 and a["nuggets_count"] == 1 and a["citation_f1"] == 1.0
     assert b["citation_f1"] == 0.0 and b["nuggets_vital"] == 1.0  # no citations; the scripted judge says "support"
 
@@ -112,9 +120,9 @@ def test_identical_prompts_in_a_round_are_generated_once_and_share_the_answer(ac
     rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital."]),
             _row("b", "Capital of France?", "Paris [1].", ["Paris is the capital."]),
             _row("c", "Capital of Italy?", "Rome [1].", ["Rome is the capital."])]
-    out = make(respond, ["umbrela"])(pa.Table.from_pylist(rows, schema=ROW_SCHEMA)).to_pylist()
+    out = rows_of(make(respond, ["umbrela"])(_batch(rows, ["umbrela"])))
     assert calls == [["umbrela", "umbrela"]]  # two unique prompts, one engine call
-    a, b, c = (json.loads(r["metrics"]) for r in out)
+    a, b, c = (r["metrics"] for r in out)
     assert a["umbrela_scores"] == b["umbrela_scores"] and a["umbrela_scores"] != c["umbrela_scores"]
     stats = json.loads(out[0]["stats"])
     assert stats["judge_prompts"] == 3 and stats["judge_generations"] == 2 and stats["judge_dedup_hits"] == 1
@@ -166,17 +174,17 @@ def test_progress_counts_each_rounds_prompts_as_they_finish(actor_with):
 
     rows = [_row("a", "Capital of France?", "Paris [1].", ["Paris is the capital.", "BROKEN passage"]),
             _row("b", "Capital of Italy?", "Rome [1].", ["Rome is the capital."])]
-    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    batch = _batch(rows, ["umbrela"])
     actor = make(respond, ["umbrela"])
     events: list[tuple] = []
     actor.progress = lambda key, done=0, total=0, label=None: events.append((key, done, total, label))
-    actor(table)
+    actor(batch)
     assert events[0] == ("round 1", 0, 0, "(umbrela)")
     totals = {k: (sum(e[1] for e in events if e[0] == k), sum(e[2] for e in events if e[0] == k)) for k, *_ in events}
     assert totals == {"round 1": (4, 4)}  # 3 passages, then the broken one's re-ask
     assert [e[1] for e in events if e[1]] == [1, 1, 1, 1]  # one by one, as the engine finishes them
 
     events.clear()
-    actor(table)  # every prompt is in the cache now
+    actor(batch)  # every prompt is in the cache now
     assert {k: (sum(e[1] for e in events if e[0] == k), sum(e[2] for e in events if e[0] == k))
             for k, *_ in events} == {"round 1": (4, 4)}

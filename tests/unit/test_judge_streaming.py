@@ -20,6 +20,7 @@ from conftest import ROOT
 from ragscale.actors.engines import Generation
 from ragscale.judges.base import cache_key
 from ragscale.record import read_record
+from ragscale.row import judge_error_entries
 from test_faithfulness import _input_of, scripted
 from test_judge_rounds import _row
 
@@ -181,7 +182,7 @@ def test_mtrag_judges_stream_to_the_same_rows_and_counters(make):
     # every case is exercised: re-asks, final parse failures, engine errors, undefined RL_F, then the cache
     for c in ("retries", "parse_failures", "engine_errors", "generations"):
         assert first[f"judge_{c}"] > 0, c
-    errors = [e for r in rows if r["judge_errors"] for e in json.loads(r["judge_errors"])]
+    errors = [e for r in rows for e in judge_error_entries(r)]
     assert any(e.get("undefined") for e in errors) and any(e["reason"].startswith("engine error") for e in errors)
     assert second["judge_cache_hits"] == first["judge_generations"]
     assert second["judge_engine_errors"] == first["judge_engine_errors"]  # an error is asked again, never cached
@@ -192,10 +193,10 @@ def test_fan_out_and_phases_stream_to_the_same_rows_and_counters(make):
     assert streamed == rounds
     (rows, first), _ = streamed
     assert first["judge_dedup_hits"] > 0 and first["judge_parse_failures"] > 0 and first["judge_engine_errors"] > 0
-    a, c, d = (json.loads(rows[i]["metrics"]) for i in (0, 2, 3))
+    a, c, d = (rows[i]["metrics"] for i in (0, 2, 3))
     assert a["umbrela_scores"][1] is None and a["nuggets_count"] == 2 and c["umbrela_scores"][1] is None
     assert d["umbrela_mean"] is None
-    errs = json.loads(rows[2]["judge_errors"])
+    errs = judge_error_entries(rows[2])
     assert {"judge": "umbrela", "item": 1, "reason": "engine error: endpoint down", "raw": ""} in errs
 
 
@@ -243,7 +244,7 @@ def test_a_record_goes_on_while_another_records_prompt_is_slow(make):
         rs = copy.deepcopy(rows)
         actor.process(rs)
         assert timed_out == [not streaming]
-        assert all(json.loads(r["metrics"])["RL_F"] is not None for r in rs)
+        assert all(r["metrics"]["RL_F"] is not None for r in rs)
 
 
 @pytest.mark.parametrize("streaming", [True, False])

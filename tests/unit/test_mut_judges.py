@@ -13,6 +13,7 @@ import pytest
 from ragscale.judges import (citation, factual_consistency, faithfulness, idk, no_answer, radbench, umbrela,
                              underspecified)
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
+from judge_inputs import judge_input_of
 
 
 def parse_error(parse, raw):
@@ -190,7 +191,7 @@ TURNS = [{"speaker": "user", "text": "Who wrote Hamlet?"}, {"speaker": "agent", 
 def test_factual_consistency_start_scores_and_keeps_reason():
     """One prompt over the passages and the answer without citation markers; score and reason come back."""
     respond = scripted('{"reason": "supported", "label": "partially_consistent"}')
-    run = factual_consistency.start({}, {"passages": ["P one.", "P two."], "prediction": "It is so [1]."})
+    run = factual_consistency.start(judge_input_of(passages=["P one.", "P two."], prediction="It is so [1]."))
     res = drive(run, respond)
     assert isinstance(res, JudgeResult)
     assert res.metrics == {"factual_consistency_judge": 0.5} and res.details == {"reason": "supported"}
@@ -206,7 +207,7 @@ def test_factual_consistency_start_scores_and_keeps_reason():
 def test_factual_consistency_start_undefined(row, reason):
     """No passages or no answer: null with that reason, nothing asked."""
     respond = scripted()
-    assert drive(factual_consistency.start({}, row), respond) == Undefined(reason)
+    assert drive(factual_consistency.start(judge_input_of(row=row)), respond) == Undefined(reason)
     assert respond.asked == []
 
 
@@ -215,7 +216,7 @@ def test_faithfulness_from_record_uses_the_conversation_as_question():
     verdicts = {"statements": [{"statement": "s1", "reason": "r", "verdict": 1},
                                {"statement": "s2", "reason": "r", "verdict": 0}]}
     respond = scripted('{"statements": ["s1", "s2"]}', json.dumps(verdicts))
-    run = faithfulness.from_record({"input": TURNS}, {"prediction": "In 1600.", "passages": ["c1", "c2"]})
+    run = faithfulness.from_record(judge_input_of({"input": TURNS}, prediction="In 1600.", passages=["c1", "c2"]))
     assert drive(run, respond) == 0.5
     first = only_user(respond.asked[0])
     question = json.dumps({"question": "user: Who wrote Hamlet?\nagent: Shakespeare.\nuser: When?",
@@ -227,7 +228,7 @@ def test_faithfulness_from_record_uses_the_conversation_as_question():
 def test_faithfulness_from_record_without_input():
     """A record without turns asks with an empty question."""
     respond = scripted('{"statements": []}')
-    run = faithfulness.from_record({}, {"prediction": "a", "passages": ["c"]})
+    run = faithfulness.from_record(judge_input_of(row={"prediction": "a", "passages": ["c"]}))
     assert drive(run, respond) == Undefined("no statements could be extracted from the response")
     assert '"question": ""' in only_user(respond.asked[0])
 
@@ -240,7 +241,7 @@ def test_faithfulness_run_no_passages():
 def test_idk_start_renders_conversation_and_response():
     """The IDK run asks about the record's conversation and its prediction, and scores the label."""
     respond = scripted('{"label": "partial"}')
-    assert drive(idk._start({"input": TURNS}, {"prediction": "I am not sure."}), respond) == 0.5
+    assert drive(idk._start(judge_input_of({"input": TURNS}, {"prediction": "I am not sure."})), respond) == 0.5
     text = only_user(respond.asked[0])
     assert text.endswith("[Inquiry]\nuser: Who wrote Hamlet?\nagent: Shakespeare.\nuser: When?\n\n"
                          "[Response]\nI am not sure.\n\n[Output]\n")
@@ -250,7 +251,7 @@ def test_idk_start_renders_conversation_and_response():
 def test_idk_start_without_input():
     """A record without turns renders an empty inquiry."""
     respond = scripted('{"label": "no"}')
-    assert drive(idk._start({}, {"prediction": "resp"}), respond) == 0.0
+    assert drive(idk._start(judge_input_of(row={"prediction": "resp"})), respond) == 0.0
     assert only_user(respond.asked[0]).endswith("[Inquiry]\n\n\n[Response]\nresp\n\n[Output]\n")
 
 
@@ -258,7 +259,7 @@ def test_radbench_start_reads_first_target_passages_and_prediction():
     """RADBench sees the conversation, the first reference, the passages and the prediction."""
     respond = scripted('{"explanation": "ok", "rating": "7"}')
     row = {"targets": ["first ref", "second ref"], "passages": ["doc A", "doc B"], "prediction": "the response"}
-    assert drive(radbench._start({"input": TURNS}, row), respond) == 0.7
+    assert drive(radbench._start(judge_input_of({"input": TURNS}, row)), respond) == 0.7
     text = only_user(respond.asked[0])
     assert "[The Start of Previous Conversation]\nuser: Who wrote Hamlet?\nagent: Shakespeare.\n[The End" in text
     assert "[The Start of Current Turn Question]\nWhen?\n[The End" in text
@@ -271,14 +272,14 @@ def test_radbench_start_without_input():
     """A record without turns still renders (empty question)."""
     respond = scripted('{"explanation": "ok", "rating": "10"}')
     row = {"targets": ["ref"], "passages": ["doc"], "prediction": "resp"}
-    assert drive(radbench._start({}, row), respond) == 1.0
+    assert drive(radbench._start(judge_input_of(row=row)), respond) == 1.0
     assert "[The Start of Current Turn Question]\n\n[The End" in only_user(respond.asked[0])
 
 
 def test_underspecified_start_renders_prediction():
     """The underspecified run asks about the prediction (last) and scores the decision."""
     respond = scripted('{"decision": "yes", "explanation": "asks back"}')
-    assert drive(underspecified._start({}, {"prediction": "Which city do you mean?"}), respond) == 1.0
+    assert drive(underspecified._start(judge_input_of(row={"prediction": "Which city do you mean?"})), respond) == 1.0
     assert only_user(respond.asked[0]).endswith("Response: \n    Which city do you mean?\n\n    ")
 
 
@@ -286,7 +287,7 @@ def test_underspecified_start_renders_prediction():
 def test_no_answer_status_short_circuits(status):
     """An input marked as not answered is answered=0.0 without asking, with its source in the details."""
     respond = scripted()
-    res = drive(no_answer._start({"query": "q", "answer_status": status}, {"prediction": "x"}), respond)
+    res = drive(no_answer._start(judge_input_of({"query": "q", "answer_status": status}, {"prediction": "x"})), respond)
     assert res.metrics == {"answered": 0.0}
     assert res.details == {"query_answered": "no", "source": f"input ({status})"}
     assert respond.asked == []
@@ -295,8 +296,8 @@ def test_no_answer_status_short_circuits(status):
 def test_no_answer_other_status_asks_the_judge():
     """Any other status asks the judge with the query and the answer text."""
     respond = scripted('{"answered": "yes"}')
-    res = drive(no_answer._start({"query": "the query", "answer_status": "ok"}, {"prediction": "An answer [1]."}),
-                respond)
+    inp = judge_input_of({"query": "the query", "answer_status": "ok"}, prediction="An answer [1].")
+    res = drive(no_answer._start(inp), respond)
     assert res.metrics == {"answered": 1.0} and res.details == {"query_answered": "yes"}
     assert "Query: the query\n" in respond.asked[0].messages[1]["content"]
     assert "Answer: An answer\n" in respond.asked[0].messages[1]["content"]
@@ -305,14 +306,14 @@ def test_no_answer_other_status_asks_the_judge():
 def test_no_answer_missing_prediction_is_undefined():
     """A row without a prediction is null, nothing asked."""
     respond = scripted()
-    assert drive(no_answer.start({"query": "q"}, {}), respond) == Undefined("no generated answer")
+    assert drive(no_answer.start(judge_input_of({"query": "q"}, {})), respond) == Undefined("no generated answer")
     assert respond.asked == []
 
 
 def test_citation_without_judgeable_pairs_yields_no_round():
     """An answer whose citations point at no passage finishes without any round of prompts."""
     obj = {"query": "q", "passages": [{"id": "[1]", "text": "p"}]}
-    run = citation.start(obj, {"prediction": "Claim [7].", "passages": ["p"]})
+    run = citation.start(judge_input_of(obj, {"prediction": "Claim [7].", "passages": ["p"]}))
     with pytest.raises(StopIteration) as stop:
         next(run)
     res = stop.value.value
@@ -323,7 +324,7 @@ def test_citation_failed_pair_details_keep_id():
     """A failed judgment is shown with its citation id, a null support and the failure reason."""
     obj = {"query": "q", "passages": [{"id": "[1]", "text": "p1"}, {"id": "[2]", "text": "p2"}]}
     respond = scripted('{"support": "full_support"}', "garbage")
-    res = drive(citation.start(obj, {"prediction": "A [1][2].", "passages": ["p1", "p2"]}), respond)
+    res = drive(citation.start(judge_input_of(obj, {"prediction": "A [1][2].", "passages": ["p1", "p2"]})), respond)
     assert res.metrics == {"citation_precision": None, "citation_recall": None, "citation_f1": None}
     assert res.details == {"parts": [{"text": "A", "citations": [
         {"id": "[1]", "support": "full_support"},

@@ -1,7 +1,7 @@
 """The record contract that mutation testing found unpinned (make mutate): what ``read_record``
 keeps of an input line (verbatim or re-serialized, reserved keys, model/task ids, conversation,
 labels, input metrics, error texts), the field extraction of MT-RAG, RAGAS and open-rag-eval
-records (values and exact error messages), the judge's ``input_view``, the helpers
+records (values and exact error messages), the helpers
 (``answer_of``, ``query_of``, ``answerability_of``, ``passage_ids_of``, ``add_judge_errors``,
 ``error_json``) and the exact text of the output line ``output_line`` writes (non-ASCII kept
 as is, metrics merged, provenance, model_id once). Everything is built in memory."""
@@ -23,7 +23,6 @@ from ragscale.record import (
     answerability_of,
     error_json,
     extract_fields,
-    input_view,
     output_line,
     passage_ids_of,
     query_of,
@@ -72,19 +71,19 @@ def test_error_json_exact_text():
 
 
 def test_add_judge_errors_appends_to_existing():
-    """New entries extend the existing JSON list, non-ASCII kept."""
-    row = {"judge_errors": json.dumps([{"judge": "a", "reason": "x"}])}
+    """New entries extend the existing list, each serialised once with non-ASCII kept."""
+    row = {"judge_errors": [json.dumps({"judge": "a", "reason": "x"})]}
     add_judge_errors(row, [{"judge": "b", "reason": "é"}])
-    assert row["judge_errors"] == '[{"judge": "a", "reason": "x"}, {"judge": "b", "reason": "é"}]'
+    assert row["judge_errors"] == ['{"judge": "a", "reason": "x"}', '{"judge": "b", "reason": "é"}']
 
 
 def test_add_judge_errors_starts_a_list_and_ignores_empty():
-    """No errors yet: a new list; no entries: the row is untouched."""
+    """No errors yet: a new list; no entries: the list stays empty."""
     row = {"judge_errors": None}
     add_judge_errors(row, iter([]))
-    assert row == {"judge_errors": None}
+    assert row == {"judge_errors": []}
     add_judge_errors(row, iter([{"judge": "b", "reason": "r"}]))
-    assert json.loads(row["judge_errors"]) == [{"judge": "b", "reason": "r"}]
+    assert [json.loads(e) for e in row["judge_errors"]] == [{"judge": "b", "reason": "r"}]
 
 
 # --- extract_fields: MT-RAG -----------------------------------------------------------------------
@@ -222,7 +221,7 @@ def test_passage_ids_of_uses_ids_only_when_they_match():
     assert passage_ids_of({}, 2) == ["[1]", "[2]"]
 
 
-# --- _turns / input_view --------------------------------------------------------------------------
+# --- _turns ---------------------------------------------------------------------------------------
 
 
 def test_turns_as_strings_or_none():
@@ -231,21 +230,6 @@ def test_turns_as_strings_or_none():
         {"speaker": "user", "text": "5"}, {"speaker": None, "text": "t"}]
     assert _turns([{"speaker": "user"}, "x"]) is None
     assert _turns("x") is None
-
-
-def test_input_view_full_row():
-    """Every typed column a judge reads is rebuilt under its input key."""
-    row = {"query": "q", "conversation": [{"speaker": "user", "text": "q"}], "passage_ids": ["[1]", "[2]"],
-           "answer_status": "ok", "labels": '{"domain": "x"}'}
-    assert input_view(row) == {"query": "q", "input": [{"speaker": "user", "text": "q"}],
-                               "passages": [{"id": "[1]"}, {"id": "[2]"}], "answer_status": "ok",
-                               "labels": {"domain": "x"}}
-
-
-def test_input_view_empty_row():
-    """An empty row gives only an empty query."""
-    assert input_view({}) == {"query": ""}
-    assert input_view({"query": None, "conversation": None, "passage_ids": None}) == {"query": ""}
 
 
 # --- read_record ----------------------------------------------------------------------------------
@@ -355,10 +339,11 @@ def test_read_record_orag_warnings_and_ids():
 
 
 def test_to_row_has_exactly_the_schema_columns():
-    """A Record's row has every ROW_SCHEMA column, stage columns empty."""
+    """A Record's row has every column of the row schema as a worker sees it (``metric_keys`` is
+    the order of ``metrics``' keys), stage columns empty."""
     row = read(MTRAG).to_row()
-    assert set(row) == set(ROW_SCHEMA.names)
-    assert (row["metrics"], row["judge_errors"], row["stats"], row["details"]) == ("{}", None, None, None)
+    assert set(row) == set(ROW_SCHEMA.names) - {"metric_keys"}
+    assert (row["metrics"], row["judge_errors"], row["stats"], row["details"]) == ({}, [], None, {})
 
 
 # --- output_line ----------------------------------------------------------------------------------
@@ -370,8 +355,10 @@ def base_row(**kw):
     return row
 
 
-PROV_EMPTY = '"ragscale": {"record_key": "k:1", "source_file": "f", "source_line": 2, "warnings": [], ' \
-             '"judge_errors": [], "details": {}}}'
+RECORD_EMPTY = '"record": {"task_id": null, "query": null, "answer": null, "answerability": null, ' \
+               '"answer_status": null, "passage_ids": null}'
+PROV_EMPTY = '"ragscale": {"record_key": "k:1", "source_file": "f", "source_line": 2, ' + RECORD_EMPTY + ', ' \
+             '"warnings": [], "judge_errors": [], "details": {}}}'
 
 
 def test_output_line_minimal_exact():
@@ -394,16 +381,20 @@ def test_output_line_own_model_id_not_repeated():
 
 def test_output_line_metrics_merged_over_input_metrics():
     """Our metrics override the input's, the input's others are kept; non-ASCII unescaped."""
-    line = output_line(base_row(input_metrics='{"é": 1, "R": 0}', metrics='{"R": 0.5}'))
+    line = output_line(base_row(input_metrics='{"é": 1, "R": 0}', metrics={"R": 0.5}))
     assert '"metrics": {"é": 1, "R": 0.5}, "error": null' in line
     assert json.loads(line)["metrics"] == {"é": 1, "R": 0.5}
 
 
 def test_output_line_non_ascii_and_all_columns():
-    """Key, source file, model id, warnings, judge errors, details and error written as is."""
+    """Key, source file, model id, the record's fields, warnings, judge errors, details and error written as is."""
     row = base_row(key="ké", source_file="fé", model_id="mé", warnings=["wé"], error='{"stage": "s", "message": "x"}',
-                   judge_errors='[{"judge": "j", "v": NaN}]', details='{"j": {"r": "é"}}', metrics='{"M": 1}')
+                   judge_errors=['{"judge": "j", "v": NaN}'], details={"j": '{"r": "é"}'}, metrics={"M": 1})
+    row.update(task_id="té", query="qé", prediction="pé", answerability="ANSWERABLE", answer_status="ok",
+               passage_ids=["[1]"])
     assert output_line(row) == (
         '{"a": 1, "model_id": "mé", "metrics": {"M": 1}, "error": {"stage": "s", "message": "x"}, '
-        '"ragscale": {"record_key": "ké", "source_file": "fé", "source_line": 2, "warnings": ["wé"], '
+        '"ragscale": {"record_key": "ké", "source_file": "fé", "source_line": 2, "record": {"task_id": "té", '
+        '"query": "qé", "answer": "pé", "answerability": "ANSWERABLE", "answer_status": "ok", "passage_ids": ["[1]"]}, '
+        '"warnings": ["wé"], '
         '"judge_errors": [{"judge": "j", "v": null}], "details": {"j": {"r": "é"}}}}')

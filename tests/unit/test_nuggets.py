@@ -17,6 +17,7 @@ import pytest
 
 from ragscale.judges import nugget_prompts, nuggets
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, Undefined, drive
+from judge_inputs import judge_input_of
 from ragscale.judges.templates import load_template
 from ragscale.metrics.nuggets import autonugget_scores, nugget_scores, sort_and_keep
 from ragscale.metrics.trec import parse_generated_answer
@@ -236,7 +237,7 @@ def drive_rounds(run, respond: Callable[[JudgePrompt], str]) -> tuple[Any, list]
 def _record(passages: list[str], grades: list, answer: str = "An answer.", query: str = "What is it?"):
     obj = {"query_id": "q1", "query": query, "query_run": "r",
            "passages": [{"id": f"[{i + 1}]", "text": p} for i, p in enumerate(passages)], "generated_answer": answer}
-    row = {"prediction": answer, "passages": passages, "metrics": json.dumps({"umbrela_scores": grades})}
+    row = {"prediction": answer, "passages": passages, "metrics": {"umbrela_scores": grades}}
     return obj, row
 
 
@@ -265,7 +266,7 @@ def test_rounds_filter_caps_and_scores():
         return json.dumps({"assignment": [("support" if int(n.split()[1]) % 2 == 0 else "not_support")
                                           if int(n.split()[1]) % 3 == 0 else "partial_support" for n in c["nuggets"]]})
 
-    result, rounds = drive_rounds(nuggets.start(obj, row), respond)
+    result, rounds = drive_rounds(nuggets.start(judge_input_of(obj, row)), respond)
     assert rounds == [("single", "nuggets")] * 4 + [("fanout", [("importance", 10)] * 3), ("fanout", [("assignment", 10)] * 2)]
     create = [p.messages[0]["content"] for p in seen if kind_of(p) == "nuggets"]
     assert [_ours_content(t)["nuggets"] for t in create] == [[f"fact {k}" for k in range(n)] for n in (0, 8, 16, 24)]
@@ -293,13 +294,13 @@ def test_five_creation_rounds_at_most_and_fixed_point_stop():
     obj, row = _record(["a"], [2])
     grow = lambda p: json.dumps({"nuggets": _ours_content(p.messages[0]["content"])["nuggets"] + ["one more"]}) \
         if kind_of(p) == "nuggets" else scripted(p)
-    result, rounds = drive_rounds(nuggets.start(obj, row), grow)
+    result, rounds = drive_rounds(nuggets.start(judge_input_of(obj, row)), grow)
     assert rounds[:5] == [("single", "nuggets")] * 5 and rounds[5:] == [("fanout", [("importance", 5)]),
                                                                          ("fanout", [("assignment", 5)])]
     assert result.details["iterations"] == 5 and result.metrics["nuggets_count"] == 5
     # the list comes back unchanged on round 2: round 3 would be the same prompt, so creation stops
     obj, row = _record(["Alpha beta. Gamma delta epsilon."], [1])
-    result, rounds = drive_rounds(nuggets.start(obj, row), scripted)
+    result, rounds = drive_rounds(nuggets.start(judge_input_of(obj, row)), scripted)
     assert rounds == [("single", "nuggets")] * 2 + [("fanout", [("importance", 2)]), ("fanout", [("assignment", 2)])]
     assert [n["text"] for n in result.details["nuggets"]] == ["Alpha beta", "Gamma delta epsilon"]
 
@@ -307,7 +308,7 @@ def test_five_creation_rounds_at_most_and_fixed_point_stop():
 def test_no_relevant_passage_asks_for_the_no_information_nugget():
     obj, row = _record(["x", "y"], [0, 0], answer="Not enough information, no answer found.")
     seen = []
-    result = drive(nuggets.start(obj, row), lambda p: seen.append(p) or scripted(p))
+    result = drive(nuggets.start(judge_input_of(obj, row)), lambda p: seen.append(p) or scripted(p))
     assert "Context:\n<context>\n\n</context>" in seen[0].messages[0]["content"]
     assert result.details["nuggets"] == [{"text": NO_INFO, "importance": "vital", "assignment": "support"}]
     assert result.details["passages_used"] == [] and result.metrics["nuggets_vital"] == 1.0
@@ -316,26 +317,26 @@ def test_no_relevant_passage_asks_for_the_no_information_nugget():
 @pytest.mark.parametrize("change, reason", [
     ({"prediction": ""}, "no generated answer"),
     ({"prediction": "[1][2]"}, "no generated answer"),
-    ({"metrics": "{}"}, "needs umbrela_scores"),
-    ({"metrics": json.dumps({"umbrela_scores": None})}, "needs umbrela_scores"),
-    ({"metrics": json.dumps({"umbrela_scores": [1]})}, "not a list of 2 grades"),
-    ({"metrics": json.dumps({"umbrela_scores": [1, 4]})}, "holds 4"),
-    ({"metrics": json.dumps({"umbrela_scores": [None, None]})}, "no passage has a UMBRELA grade"),
+    ({"metrics": {}}, "needs umbrela_scores"),
+    ({"metrics": {"umbrela_scores": None}}, "needs umbrela_scores"),
+    ({"metrics": {"umbrela_scores": [1]}}, "not a list of 2 grades"),
+    ({"metrics": {"umbrela_scores": [1, 4]}}, "holds 4"),
+    ({"metrics": {"umbrela_scores": [None, None]}}, "no passage has a UMBRELA grade"),
 ])
 def test_undefined_without_asking(change, reason):
     obj, row = _record(["a", "b"], [1, 2])
     row.update(change)
     asked = []
-    result = drive(nuggets.start(obj, row), lambda p: asked.append(p) or scripted(p))
+    result = drive(nuggets.start(judge_input_of(obj, row)), lambda p: asked.append(p) or scripted(p))
     assert isinstance(result, Undefined) and reason in result.reason and asked == []
 
 
 def test_undefined_on_empty_query_and_empty_creation():
     obj, row = _record(["a"], [1], query=" ")
-    assert drive(nuggets.start(obj, row), scripted) == Undefined("no query")
+    assert drive(nuggets.start(judge_input_of(obj, row)), scripted) == Undefined("no query")
     obj, row = _record(["a"], [1])
     replies = iter(['{"nuggets": ["n1"]}', '{"nuggets": []}'])
-    result = drive(nuggets.start(obj, row), lambda p: next(replies))
+    result = drive(nuggets.start(judge_input_of(obj, row)), lambda p: next(replies))
     assert isinstance(result, Undefined) and "no nuggets (iteration 2)" in result.reason
 
 
@@ -352,7 +353,7 @@ def test_a_failed_batch_leaves_the_record_null(kind):
             return '{"%s": ["vital"]}' % kind  # wrong count for the second batch
         return scripted(p)
 
-    result = drive(nuggets.start(obj, row), respond)
+    result = drive(nuggets.start(judge_input_of(obj, row)), respond)
     assert isinstance(result, Undefined) and f"{kind} batch 2 of 2 failed" in result.reason
 
 
@@ -437,7 +438,7 @@ def _compare(monkeypatch, passages: list[str], grades: list, answer: str) -> tup
     assert theirs, "open-rag-eval's metric failed"
 
     obj, row = _record(passages, grades, answer=answer, query="What about topics?")
-    result = drive(nuggets.start(obj, row), lambda p: our_calls.append(kind_of(p)) or scripted(p))
+    result = drive(nuggets.start(judge_input_of(obj, row)), lambda p: our_calls.append(kind_of(p)) or scripted(p))
     d = result.details["nuggets"]
     ours = autonugget_scores([n["text"] for n in d], [n["importance"] for n in d], [n["assignment"] for n in d])
     assert ours == theirs

@@ -192,5 +192,5 @@ def test_judge_actor_streams_to_the_rounds_rows(server, tmp_path):
     assert out[True] == out[False]
     (rs, counters) = out[True]
     assert counters["judge_generations"] > len(rows) and not counters.get("judge_engine_errors")
-    metrics = [json.loads(r["metrics"]) for r in rs]
+    metrics = [r["metrics"] for r in rs]
     assert any(m["RL_F"] is not None for m in metrics) and all(m["idk_eval"] is not None for m in metrics)

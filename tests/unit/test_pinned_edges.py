@@ -13,7 +13,7 @@ from ragscale.errors import UserError
 from ragscale.io.inputs import PointerArray, resolve_inputs, scan
 from ragscale.io.output import STATE, RecordKeys, finished_keys, prepare
 from ragscale.metrics.aggregate import rb_agg
-from ragscale.pipeline.stage import ROW_SCHEMA
+from rows import rows_of, table, worker_row  # tests/rows.py
 from ragscale.pipeline.cpu_stages import derive
 from ragscale.report.ranking import ranked
 
@@ -64,16 +64,12 @@ DERIVED = ["RB_agg", "RB_agg_idk", "RB_llm_idk", "RL_F_idk", "HMean", "HMean_idk
 
 
 def _row(answerability: str, **metrics: float) -> dict:
-    row = {name: None for name in ROW_SCHEMA.names}
-    row.update(answerability=answerability, error=None, metrics=json.dumps({k: [v] for k, v in metrics.items()}))
-    return row
+    return worker_row(answerability=answerability, error=None, metrics={k: [v] for k, v in metrics.items()})
 
 
 def _derive(*rows: dict) -> list[dict]:
-    import pyarrow as pa
-
-    out = derive(pa.Table.from_pylist(list(rows), schema=ROW_SCHEMA), metrics=DERIVED).to_pylist()
-    return [{k: (v or [None])[0] for k, v in json.loads(r["metrics"]).items()} for r in out]
+    out = rows_of(derive(table(list(rows), DERIVED), metrics=DERIVED))
+    return [{k: (v or [None])[0] for k, v in r["metrics"].items()} for r in out]
 
 
 BASE = dict(Recall=0.5, RougeL_stemFalse=0.4, BertscoreR=0.2, BertKPrec=0.6, RL_F=0.8, RB_llm=0.7)
@@ -137,9 +133,9 @@ def test_mtrag_unknown_idk_label_keeps_the_raw_metric():
     """reference protocol: MT-RAG's first_token_idk "unknown" (idk_eval null, its label in the
     details) matches none of get_idk_score's branches: the raw metric is kept, even unanswerable."""
     unknown = _row("UNANSWERABLE", underspecified_eval=0.0, **BASE)
-    unknown["details"] = json.dumps({"idk": {"label": "unknown"}})
+    unknown["details"] = {"idk": json.dumps({"label": "unknown"})}
     failed = _row("UNANSWERABLE", underspecified_eval=0.0, **BASE)
-    failed["details"] = json.dumps({"idk": {"label": "other"}})
+    failed["details"] = {"idk": json.dumps({"label": "other"})}
     (u, f) = _derive(unknown, failed)
     assert (u["RL_F_idk"], u["RB_llm_idk"], u["RL_F_idk_underspecified"]) == (0.8, 0.7, 0.8)
     assert f["RL_F_idk"] is None and f["RB_llm_idk"] is None

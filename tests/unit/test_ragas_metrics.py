@@ -13,6 +13,7 @@ import pytest
 
 from ragscale.judges import ragas_metrics as rm
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
+from judge_inputs import judge_input_of
 from ragscale.metrics.relevancy import answer_relevancy_score
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
@@ -118,8 +119,13 @@ def row(q, a, ctx, ref):
     return {"prediction": a, "passages": ctx, "targets": [ref] if ref else []}
 
 
+def inp(q, a, ctx, ref):
+    """A ragas record's JudgeInput (``user_input`` the question)."""
+    return judge_input_of({"user_input": q}, row(q, a, ctx, ref))
+
+
 def ours_relevancy(q, a, ctx, ref):
-    res = drive(rm.answer_relevancy({"user_input": q}, row(q, a, ctx, ref)), respond)
+    res = drive(rm.answer_relevancy(inp(q, a, ctx, ref)), respond)
     d = res.details
     return answer_relevancy_score(embed(d["question"]), [embed(g) for g in d["generated"]], d["generated"],
                                   d["noncommittal"])
@@ -158,7 +164,7 @@ def _ragas_score(metric, q, a, ctx, ref, seen):
 
 def _ours(start, q, a, ctx, ref):
     prompts = []
-    res = drive(start({"user_input": q}, row(q, a, ctx, ref)), respond,
+    res = drive(start(inp(q, a, ctx, ref)), respond,
                 on_round=lambda step: prompts.extend(p for p, _ in (step if isinstance(step, list) else [step])))
     return res, [p.messages[0]["content"] for p in prompts]
 
@@ -187,11 +193,11 @@ def test_edge_cases_of_the_context_metrics():
     """No useful context: precision 0.0 (ragas' 1e-10 denominator, not NaN); a blank reference:
     precision still judged, recall null (ragas: NaN)."""
     q, a, ctx, ref = CASES[2]
-    res = drive(rm.context_precision({"user_input": q}, row(q, a, ctx, ref)), respond)
+    res = drive(rm.context_precision(inp(q, a, ctx, ref)), respond)
     assert res.metrics["context_precision"] == 0.0 and res.details["verdicts"] == [0, 0]
     q, a, ctx, ref = CASES[4]
-    assert isinstance(drive(rm.context_precision({"user_input": q}, row(q, a, ctx, ref)), respond), JudgeResult)
-    res = drive(rm.context_recall({"user_input": q}, row(q, a, ctx, ref)), respond)
+    assert isinstance(drive(rm.context_precision(inp(q, a, ctx, ref)), respond), JudgeResult)
+    res = drive(rm.context_recall(inp(q, a, ctx, ref)), respond)
     assert isinstance(res, Undefined) and "classified" in res.reason
 
 
@@ -215,16 +221,16 @@ def test_context_score_functions_by_hand():
 def test_undefined_cases():
     q, a, ctx, ref = CASES[0]
     for start in (rm.context_precision, rm.context_recall):
-        assert "no reference" in drive(start({"user_input": q}, row(q, a, ctx, None)), respond).reason
-        assert "no retrieved contexts" in drive(start({"user_input": q}, row(q, a, [], ref)), respond).reason
-    assert "no response" in drive(rm.answer_relevancy({"user_input": q}, row(q, "", ctx, ref)), respond).reason
+        assert "no reference" in drive(start(inp(q, a, ctx, None)), respond).reason
+        assert "no retrieved contexts" in drive(start(inp(q, a, [], ref)), respond).reason
+    assert "no response" in drive(rm.answer_relevancy(inp(q, "", ctx, ref)), respond).reason
 
 
 def test_mtrag_question_is_the_conversation():
     obj = {"input": [{"speaker": "user", "text": "hi"}, {"speaker": "agent", "text": "hello"},
                      {"speaker": "user", "text": "what now?"}]}
-    assert rm.ragas_question(obj) == "user: hi\nagent: hello\nuser: what now?"
-    res = drive(rm.answer_relevancy(obj, row("", "An answer.", [], None)), respond)
+    assert judge_input_of(obj).user_input == "user: hi\nagent: hello\nuser: what now?"
+    res = drive(rm.answer_relevancy(judge_input_of(obj, row("", "An answer.", [], None))), respond)
     assert res.details["question"] == "what now?"  # answer relevancy embeds the last user turn
 
 
@@ -244,10 +250,10 @@ def test_parsers():
 
 def test_cases_are_not_degenerate():
     """The conformance cases exercise real values, not only 0, 1 and undefined."""
-    vals = [drive(rm.context_precision({"user_input": q}, row(q, a, c, r)), respond).metrics["context_precision"]
+    vals = [drive(rm.context_precision(inp(q, a, c, r)), respond).metrics["context_precision"]
             for q, a, c, r in CASES]
     assert any(0 < v < 1 for v in vals)
-    runs = [drive(rm.context_recall({"user_input": q}, row(q, a, c, r)), respond) for q, a, c, r in CASES]
+    runs = [drive(rm.context_recall(inp(q, a, c, r)), respond) for q, a, c, r in CASES]
     vals = [r.metrics["context_recall"] for r in runs if isinstance(r, JudgeResult)]
     assert any(0 < v < 1 for v in vals)
     assert 0 < ours_relevancy(*CASES[0]) < 1

@@ -54,11 +54,13 @@ def test_nan_tokens_parse_and_are_written_as_null():
     raw = '{"task_id": "t", "Multi-Turn": NaN, "predictions": [{"text": "a"}], "targets": [{"text": "b"}]}'
     row = read_record(raw, key="k:1", model_id="m", task_id=None, source_file="f", source_line=1,
                       need_targets=True).to_row()
-    row["metrics"] = json.dumps({"Recall": [0.0], "odd": float("nan")})
+    row["metrics"] = {"Recall": [0.0], "odd": float("nan")}
     rec = json.loads(output_line(row))
     assert rec["Multi-Turn"] is None and rec["model_id"] == "m" and rec["metrics"] == {"Recall": [0.0], "odd": None}
     assert rec["ragscale"] == {"record_key": "k:1", "source_file": "f", "source_line": 1, "warnings": [],
-                               "judge_errors": [], "details": {}}
+                               "judge_errors": [], "details": {},
+                               "record": {"task_id": "t", "query": None, "answer": "a", "answerability": None,
+                                          "answer_status": None, "passage_ids": []}}
     json.dumps(rec, allow_nan=False)
     assert clean_nan([float("nan"), {"x": float("inf")}]) == [None, {"x": None}]
 

@@ -17,7 +17,9 @@ import pytest
 from ragscale.judges import JUDGES, idk, mtrag_reference as ref, radbench, underspecified
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
 from ragscale.metrics.conditioning import idk_conditioned, idk_underspecified_conditioned
-from ragscale.record import input_view, read_record
+from ragscale.judges.judge_input import judge_input
+from ragscale.record import read_record
+from judge_inputs import judge_input_of
 from conftest import ROOT, reference_source, shared_file
 
 BUNDLED = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
@@ -93,7 +95,7 @@ def _reference_frame(mtrag: types.SimpleNamespace, raws: list[dict]) -> pd.DataF
 
 def _start(name: str, raw: dict, row: dict, protocol: str):  # noqa: ANN202
     spec = JUDGES[name]
-    return spec.start(input_view(row), row, **spec.options(protocol, "judge"))
+    return spec.start(judge_input(row), **spec.options(protocol, "judge"))
 
 
 def _prompt_of(name: str, raw: dict, row: dict, protocol: str):  # noqa: ANN202
@@ -233,7 +235,7 @@ def _run(name: str, turns: list[dict], prediction: str, output: str, protocol: s
     raw = {"input": turns}
     row = {"prediction": prediction, "targets": ["the reference"], "passages": ["doc one", "doc two"]}
     spec = JUDGES[name]
-    return drive(spec.start(raw, row, **spec.options(protocol, "judge")), lambda p: output)
+    return drive(spec.start(judge_input_of(raw, row), **spec.options(protocol, "judge")), lambda p: output)
 
 
 def test_quirks_under_both_protocols() -> None:

@@ -37,7 +37,10 @@ from ragscale.judges import JUDGES, citation, no_answer, nugget_reference, nugge
 from ragscale.judges.base import Failed, JudgeParseError, JudgeResult, Undefined, drive  # noqa: E402
 from ragscale.metrics.nuggets import KEEP, NUGGETIZER_KEYS, sort_and_keep  # noqa: E402
 from ragscale.metrics.trec import SUPPORT_SCORES, retrieval_metrics  # noqa: E402
-from ragscale.record import input_view, read_record  # noqa: E402
+from ragscale.judges.judge_input import judge_input  # noqa: E402
+from ragscale.record import read_record  # noqa: E402
+from ragscale.row import detail, judge_error_entries  # noqa: E402
+from judge_inputs import judge_input_of  # noqa: E402
 from conftest import ORAG_COMMIT, ROOT, reference_source  # noqa: E402
 
 SAMPLE = os.path.join(ROOT, "ragscale", "data", "trec_sample.csv")
@@ -334,8 +337,8 @@ def _by_run(rows: list[dict]) -> dict[tuple[str, int], tuple[dict, dict, list]]:
     out = {}
     for row in rows:
         qid, run = row["key"].rsplit("#", 1)
-        out[(qid, int(run))] = (json.loads(row["metrics"]), json.loads(row.get("details") or "{}"),
-                                json.loads(row.get("judge_errors") or "[]"))
+        out[(qid, int(run))] = (dict(row["metrics"]), {j: detail(row["details"], j) for j in row["details"]},
+                                judge_error_entries(row))
     return out
 
 
@@ -441,7 +444,7 @@ def test_umbrela_requests_equal_open_rag_eval_per_model(orag, model, new):
     row = {"passages": PASSAGES, "prediction": "An answer."}
     spec = JUDGES["umbrela"]
     prompts: list = []
-    result = drive(spec.start(obj, row, **spec.options("reference", model)),
+    result = drive(spec.start(judge_input_of(obj, row), **spec.options("reference", model)),
                    lambda p: prompts.append(p) or respond(p.messages[-1]["content"]))
     ours = [_canon(_http_body(p, *p.sampling, model), ours=True) for p in prompts]
     assert ours == [_canon(b, ours=False) for b in wire.bodies]
@@ -451,7 +454,7 @@ def test_umbrela_requests_equal_open_rag_eval_per_model(orag, model, new):
     assert prompts[0].sampling == (0.0, 42)
     assert prompts[0].params == (("top_p", 1.0), ("presence_penalty", 0.5), ("frequency_penalty", 0.0))
     assert result.metrics["umbrela_scores"] == list(theirs["umbrela_scores"].values())
-    constrained = next(spec.start(obj, row, **spec.options("constrained", model)))[0][0]
+    constrained = next(spec.start(judge_input_of(obj, row), **spec.options("constrained", model)))[0][0]
     assert "<passage>" not in constrained.messages[1]["content"] and constrained.sampling is None
 
 
@@ -599,34 +602,34 @@ def test_specs_declare_reference_versions():
 
 @pytest.mark.parametrize("name", ORAG_JUDGES)
 def test_constrained_prompts_do_not_depend_on_the_options(name):
-    """``start(obj, row)`` and ``start(obj, row, protocol="constrained", model=...)`` give the
+    """``start(inp)`` and ``start(inp, protocol="constrained", model=...)`` give the
     same first prompts (the constrained path takes no notice of the model)."""
     rows = _rows(SAMPLE)
     for row in rows[:4]:
         if name == "nuggets":
-            row = {**row, "metrics": json.dumps({"umbrela_scores": [2] * len(row["passages"])})}
-        obj = input_view(row)
+            row = {**row, "metrics": {"umbrela_scores": [2] * len(row["passages"])}}
+        inp = judge_input(row)
         spec = JUDGES[name]
-        plain = next(spec.start(obj, row))
+        plain = next(spec.start(inp))
         for model in ("Qwen/Qwen3-8B", "gpt-oss-20b", ""):
-            again = next(spec.start(obj, row, **spec.options("constrained", model)))
+            again = next(spec.start(inp, **spec.options("constrained", model)))
             assert again == plain
         first = plain[0][0] if isinstance(plain, list) else plain[0]
         assert first.version == spec.version and first.sampling is None and first.params == ()
-        ref = next(spec.start(obj, row, **spec.options("reference", "gpt-4o-mini")))
+        ref = next(spec.start(inp, **spec.options("reference", "gpt-4o-mini")))
         ref_first = ref[0][0] if isinstance(ref, list) else ref[0]
         assert ref_first.version == spec.reference_version and ref_first.sampling == umbrela.ORAG_SAMPLING
 
 
 def test_no_answer_row_is_skipped_under_reference_and_not_answered_under_constrained():
     row = next(r for r in _rows(SAMPLE) if r["key"] == "sistine#1")
-    obj = input_view(row)
+    inp = judge_input(row)
     spec = JUDGES["no_answer"]
-    constrained = drive(spec.start(obj, row), lambda p: pytest.fail("no prompt"))
+    constrained = drive(spec.start(inp), lambda p: pytest.fail("no prompt"))
     assert isinstance(constrained, JudgeResult) and constrained.metrics == {"answered": 0.0}
     for name in ORAG_JUDGES:
         s = JUDGES[name]
-        result = drive(s.start(obj, row, **s.options("reference", "m")), lambda p: pytest.fail("no prompt"))
+        result = drive(s.start(inp, **s.options("reference", "m")), lambda p: pytest.fail("no prompt"))
         assert isinstance(result, Undefined) and "open-rag-eval skips" in result.reason, name
 
 

@@ -25,6 +25,7 @@ from ragscale.judges import faithfulness as fa
 from ragscale.judges import ragas_metrics as rm
 from ragscale.judges import ragas_protocol as rp
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, cache_key, drive
+from judge_inputs import judge_input_of
 from ragscale.metrics.relevancy import answer_relevancy_score
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
@@ -223,12 +224,22 @@ def _obj(q):  # noqa: ANN001, ANN202
     return {"input": [{"speaker": line.split(": ", 1)[0], "text": line.split(": ", 1)[1]} for line in q.split("\n")]}
 
 
+def _mtrag(q, a, ctx, ref=None):  # noqa: ANN001, ANN202
+    """An MT-RAG record's JudgeInput: ``q`` its conversation as ``speaker: text`` lines."""
+    return judge_input_of(_obj(q), _row(a, ctx, ref))
+
+
+def _single(q, a, ctx, ref=None):  # noqa: ANN001, ANN202
+    """A ragas record's JudgeInput (``user_input`` the question)."""
+    return judge_input_of({"user_input": q}, _row(a, ctx, ref))
+
+
 @pytest.mark.parametrize("case", FAITH_CASES, ids=lambda c: ascii_id(c[1][:20]))
 def test_faithfulness_requests_and_score_equal_ragas(case):
     q, a, ctx = case
     calls: list = []
     theirs = _ragas_faithfulness(q, a, ctx, calls)
-    mine, sent = _ours(fa.from_record(_obj(q), _row(a, ctx), protocol="reference", model="m"))
+    mine, sent = _ours(fa.from_record(_mtrag(q, a, ctx), protocol="reference", model="m"))
     # the same requests in the same order: one human message, the prompt string, temperature 0.01
     assert sent == _ragas_requests(calls) and all(len(m) == 1 and m[0][0] == "human" for m, _ in sent)
     assert {t for _, t in sent} == {0.01}
@@ -250,12 +261,12 @@ def test_faithfulness_edge_cases_equal_ragas():
 
     calls: list = []
     assert np.isnan(_ragas_faithfulness("user: q", "", ["ctx"], calls))
-    mine, sent = _ours(fa.from_record(_obj("user: q"), _row("", ["ctx"]), protocol="reference"))
+    mine, sent = _ours(fa.from_record(_mtrag("user: q", "", ["ctx"]), protocol="reference"))
     assert isinstance(mine, Undefined) and "no statements" in mine.reason and sent == _ragas_requests(calls)
     for marker, exc in (("HOPELESS", RagasOutputParserException), ("BADFIX", OutputParserException)):
         calls = []
         theirs = _ragas_faithfulness("user: q", f"BROKEN {marker} here.", ["c"], calls)
-        mine, sent = _ours(fa.from_record(_obj("user: q"), _row(f"BROKEN {marker} here.", ["c"]), protocol="reference"))
+        mine, sent = _ours(fa.from_record(_mtrag("user: q", f"BROKEN {marker} here.", ["c"]), protocol="reference"))
         assert isinstance(theirs, exc) and isinstance(mine, JudgeParseError), (marker, theirs, mine)
         assert sent == _ragas_requests(calls)
     assert len(sent) == 2  # BADFIX: the output, its fix; the fixed text does not parse
@@ -282,7 +293,7 @@ def test_faithfulness_scores_equal_ragas_evaluate():
     theirs = result.to_pandas()["faithfulness"].tolist()
     assert len(theirs) == len(cases)
     for (q, a, ctx), t in zip(cases, theirs):
-        mine, _ = _ours(fa.from_record(_obj(q), _row(a, ctx), protocol="reference"))
+        mine, _ = _ours(fa.from_record(_mtrag(q, a, ctx), protocol="reference"))
         if np.isnan(t):
             assert isinstance(mine, (Undefined, JudgeParseError)), (a, mine)
         else:
@@ -324,9 +335,9 @@ def test_the_constrained_protocol_is_unchanged():
     """``protocol="constrained"`` (and no protocol) renders today's prompts: versions, schemas,
     max_tokens and cache keys as before; the reference prompts have their own version."""
     q, a, ctx = FAITH_CASES[0]
-    default = next(fa.from_record(_obj(q), _row(a, ctx)))[0]
-    constrained = next(fa.from_record(_obj(q), _row(a, ctx), protocol="constrained", model="m"))[0]
-    reference = next(fa.from_record(_obj(q), _row(a, ctx), protocol="reference", model="m"))[0]
+    default = next(fa.from_record(_mtrag(q, a, ctx)))[0]
+    constrained = next(fa.from_record(_mtrag(q, a, ctx), protocol="constrained", model="m"))[0]
+    reference = next(fa.from_record(_mtrag(q, a, ctx), protocol="reference", model="m"))[0]
     assert default == constrained and default.version == "ragas-0.4.3-faithfulness-v1"
     assert default.schema == fa.STATEMENTS_SCHEMA and default.max_tokens == 1024 and default.sampling is None
     assert reference.messages == default.messages  # the same ragas prompt string
@@ -406,7 +417,7 @@ def test_answer_relevancy_equals_ragas(case):
     q, a, ctx, ref = case
     calls: list = []
     theirs = _ragas_score(AnswerRelevancy(llm=_ragas_llm(calls), embeddings=_embeddings()), q, a, ctx, ref)
-    res, sent = _ours(rm.answer_relevancy({"user_input": q}, _row(a, ctx, ref), protocol="reference", model="m"))
+    res, sent = _ours(rm.answer_relevancy(_single(q, a, ctx, ref), protocol="reference", model="m"))
     # one request with n = 3 at temperature 0.3 (ragscale: three samples, seeds 0..2), fixes at 0.01
     assert sorted(sent, key=_key) == sorted(_ragas_requests(calls), key=_key)
     assert calls[0][1:] == (0.3, 3) and all(c[1:] == (0.01, 1) for c in calls[1:])
@@ -429,15 +440,15 @@ def test_answer_relevancy_edge_cases():
     theirs = _ragas_score(AnswerRelevancy(llm=_ragas_llm(calls), embeddings=_embeddings()), "q", "BROKEN HOPELESS",
                           [], None)
     assert isinstance(theirs, Exception) and len(calls) == 1 + rp.FIX_RETRIES  # it stops at the first sample
-    runs = rm.answer_relevancy(_obj("user: hi\nagent: hello\nuser: and?"), _row("BROKEN HOPELESS", []),
+    runs = rm.answer_relevancy(_mtrag("user: hi\nagent: hello\nuser: and?", "BROKEN HOPELESS", []),
                                protocol="reference")
     res, sent = _ours(runs)
     assert res.details["generated"] == [] and res.details["failed"] == 2
     assert res.details["question"] == "user: hi\nagent: hello\nuser: and?"
     assert len(sent) == 3 + 2 * rp.FIX_RETRIES  # samples 0 and 2 broken, three fixes each
-    res, _ = _ours(rm.answer_relevancy({"user_input": "q"}, _row("", []), protocol="reference"))
+    res, _ = _ours(rm.answer_relevancy(_single("q", "", []), protocol="reference"))
     assert isinstance(res, JudgeResult)  # ragas asks for an empty response too
-    res, _ = _ours(rm.answer_relevancy({"user_input": " "}, _row("a", []), protocol="reference"))
+    res, _ = _ours(rm.answer_relevancy(_single(" ", "a", []), protocol="reference"))
     assert isinstance(res, Undefined)
 
 
@@ -451,7 +462,7 @@ def test_context_metrics_equal_ragas(name):
     for q, a, ctx, ref in CASES:
         calls: list = []
         theirs = _ragas_score(cls(llm=_ragas_llm(calls)), q, a, ctx, ref)
-        res, sent = _ours(start({"user_input": q}, _row(a, ctx, ref), protocol="reference", model="m"))
+        res, sent = _ours(start(_single(q, a, ctx, ref), protocol="reference", model="m"))
         assert sorted(sent, key=_key) == sorted(_ragas_requests(calls), key=_key), (name, a)
         assert {t for _, t in sent} <= {0.01}
         if isinstance(theirs, float) and np.isnan(theirs):  # no reference sentence classified
@@ -460,7 +471,7 @@ def test_context_metrics_equal_ragas(name):
         assert isinstance(res, JudgeResult), (name, a, res)
         assert res.metrics[name] == pytest.approx(theirs, abs=1e-12), (name, q, ref)
     # no contexts: precision 0.0 without asking, recall asked against an empty context
-    res, sent = _ours(rm.context_precision({"user_input": "q"}, _row("a", [], "r."), protocol="reference"))
+    res, sent = _ours(rm.context_precision(_single("q", "a", [], "r."), protocol="reference"))
     assert res.metrics["context_precision"] == 0.0 and sent == []
 
 
@@ -473,11 +484,11 @@ def test_context_metric_failures_and_no_reference():
     ctx = ["P: HOPELESS BROKEN", "P: fine"]
     assert isinstance(_ragas_score(LLMContextPrecisionWithReference(llm=_ragas_llm([])), "q", "a", ctx, "r fine."),
                       Exception)
-    res, _ = _ours(rm.context_precision({"user_input": "q"}, _row("a", ctx, "r fine."), protocol="reference"))
+    res, _ = _ours(rm.context_precision(_single("q", "a", ctx, "r fine."), protocol="reference"))
     assert res.metrics["context_precision"] is None and res.details["verdicts"] == [None, 0]
     for cls, start in ((LLMContextPrecisionWithReference, rm.context_precision), (LLMContextRecall, rm.context_recall)):
         assert isinstance(_ragas_score(cls(llm=_ragas_llm([])), "q", "a", ["P: c"], None), Exception)
-        res, sent = _ours(start({"user_input": "q"}, _row("a", ["P: c"]), protocol="reference"))
+        res, sent = _ours(start(_single("q", "a", ["P: c"]), protocol="reference"))
         assert isinstance(res, Undefined) and "no reference" in res.reason and sent == []
 
 
@@ -627,14 +638,15 @@ def test_sampling_equals_ragas():
 def test_judge_actor_runs_the_reference_rounds(tmp_path, monkeypatch):
     """Under ``protocol=reference`` the actor sends ragas' prompts with no schema at temperature
     0.01 and seed 0; a broken output is fixed in an extra round, batched across records."""
-    import pyarrow as pa
-
     import ragscale.actors.judge as judge_mod
     from ragscale.actors.engines import Generation
     from ragscale.io.inputs import resolve_inputs, scan
     from ragscale.pipeline.stage import process_table
     from ragscale.pipeline.cpu_stages import load_and_lexical, pointer_table
-    from ragscale.record import input_view
+    from ragscale.judges.judge_input import judge_input
+    from ragscale.row import row_schema
+    from rows import rows_of
+    from rows import table as batch_of  # tests/rows.py
 
     calls = []
 
@@ -647,19 +659,21 @@ def test_judge_actor_runs_the_reference_rounds(tmp_path, monkeypatch):
 
     monkeypatch.setattr(judge_mod, "build", lambda kwargs: Engine())
     files = resolve_inputs(os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl"))
-    table = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:6]), files=files, metrics=["Recall"])
-    rows = table.to_pylist()
+    judged = JUDGES["ragas_faithfulness"].metrics
+    table = load_and_lexical(pointer_table(list(scan(files, with_tasks=False))[:6]), files=files, metrics=["Recall"],
+                             schema=row_schema(["Recall", *judged]))
+    rows = rows_of(table)
     for r, (_, a, ctx) in zip(rows, FAITH_CASES):  # the sample's conversations, the cases' responses and passages
         r["prediction"], r["passages"] = a, ctx
     actor = judge_mod.JudgeActor({}, ["ragas_faithfulness"], str(tmp_path / "c.sqlite"), protocol="reference")
-    out = process_table(actor, "judge", pa.Table.from_pylist(rows)).to_pylist()
+    out = rows_of(process_table(actor, "judge", batch_of(rows, judged)))
     assert all(t == 0.01 and s == 0 and schema == {True} for _, t, s, schema in calls)
     for r in out:
-        expected, _ = _ours(fa.from_record(input_view(r), r, protocol="reference"))
-        assert json.loads(r["metrics"])["RL_F"] == [expected], r["prediction"]
+        expected, _ = _ours(fa.from_record(judge_input(r), protocol="reference"))
+        assert r["metrics"]["RL_F"] == [expected], r["prediction"]
     # one engine call per round across records: statements, then fixes and verdicts together, ...
     # (the rounds: as many as the longest chain of requests, 6 for BROKEN STUBBORN's two nested fixes)
-    requests = [len(_ours(fa.from_record(input_view(r), r, protocol="reference"))[1]) for r in out]
+    requests = [len(_ours(fa.from_record(judge_input(r), protocol="reference"))[1]) for r in out]
     assert sum(n for n, *_ in calls) == sum(requests) and len(calls) == max(requests) == 6 and calls[0][0] == 6
     assert len(calls) > 2  # statements, fixes, verdicts, nested fixes: rounds across records
 

@@ -21,6 +21,8 @@ from fake_embeddings import EmbeddingsServer, hash_vectors  # noqa: E402
 from ragscale.actors.embeddings_http import EmbeddingsClient, plan_embeddings  # noqa: E402
 from ragscale.actors.encoder import RelevancyActor  # noqa: E402
 from ragscale.errors import UserError  # noqa: E402
+from ragscale.row import judge_error_entries  # noqa: E402
+from rows import worker_row  # noqa: E402 - tests/rows.py
 
 KEY = "sk-test-PLANTED-9d2c4b7a1e3f55"
 ENV = "RAGSCALE_TEST_EMB_KEY"
@@ -47,8 +49,8 @@ def f32(texts) -> np.ndarray:
 
 def row(question, generated, noncommittal, metrics=None) -> dict:
     d = {"question": question, "generated": generated, "noncommittal": noncommittal, "failed": 0}
-    return {"error": None, "metrics": json.dumps(metrics or {"answer_relevancy": None}), "judge_errors": None,
-            "details": json.dumps({"ragas_answer_relevancy": d}), "stats": None}
+    return worker_row(metrics=dict(metrics or {"answer_relevancy": None}),
+                      details={"ragas_answer_relevancy": json.dumps(d)})
 
 
 def mean_cos(q, gs, noncommittal) -> float:
@@ -193,11 +195,11 @@ def test_actor_with_an_endpoint_equals_ragas_and_the_hand_computed_score():
                         "encoder_relevancy_http_retries": 0, "encoder_relevancy_rate_limited": 0,
                         "encoder_relevancy_http_errors": 0, "encoder_relevancy_backoff_s": 0.0}
     for r, (q, gs, ns), t in zip(rows, ROWS, theirs):
-        m = json.loads(r["metrics"])
-        assert m["RL_F"] == 0.25 and r["judge_errors"] is None  # the rest of the record kept
+        m = r["metrics"]
+        assert m["RL_F"] == 0.25 and r["judge_errors"] == []  # the rest of the record kept
         assert m["answer_relevancy"] == pytest.approx(t, abs=1e-12)
         assert m["answer_relevancy"] == pytest.approx(mean_cos(f32([q])[0], f32(gs), ns), abs=1e-12)
-    got = [json.loads(r["metrics"])["answer_relevancy"] for r in rows]
+    got = [r["metrics"]["answer_relevancy"] for r in rows]
     assert got[0] > 0.5 and got[2] == 0
 
 
@@ -208,15 +210,15 @@ def test_actor_with_the_endpoint_down_nulls_the_metric_with_its_reason():
     actor = RelevancyActor(endpoint=endpoint(url))
     assert actor.encoder is None  # no encoder model loaded for the endpoint
     rows = [row(*r, metrics={"answer_relevancy": None, "RL_F": 0.5}) for r in ROWS]
-    rows.append({**row("q?", [], []), "judge_errors": json.dumps([{"judge": "ragas_answer_relevancy", "reason": "x"}])})
+    rows.append({**row("q?", [], []), "judge_errors": [json.dumps({"judge": "ragas_answer_relevancy", "reason": "x"})]})
     process_rows(actor, "relevancy", rows)  # the pipeline's wrapper: a crash would become a record error
     for r in rows[:3]:
-        assert r["error"] is None and json.loads(r["metrics"]) == {"answer_relevancy": None, "RL_F": 0.5}
-        (err,) = json.loads(r["judge_errors"])
+        assert r["error"] is None and r["metrics"] == {"answer_relevancy": None, "RL_F": 0.5}
+        (err,) = judge_error_entries(r)
         assert err["judge"] == "ragas_answer_relevancy" and err["stage"] == "relevancy"
         assert err["reason"].startswith(f"engine error: openai engine: {url}/embeddings: ConnectError")
         assert err["reason"].endswith("(2 attempts)")
-    assert json.loads(rows[3]["judge_errors"]) == [{"judge": "ragas_answer_relevancy", "reason": "x"}]  # untouched
+    assert judge_error_entries(rows[3]) == [{"judge": "ragas_answer_relevancy", "reason": "x"}]  # untouched
     stats = json.loads(rows[0]["stats"])
     # two requests (the texts, the empty string alone), each tried twice
     assert stats["encoder_relevancy_http_errors"] == 2 and stats["encoder_relevancy_requests"] == 4
@@ -231,11 +233,11 @@ def test_a_failed_request_nulls_only_the_records_that_need_its_texts():
     with EmbeddingsServer(hash_vectors, fail=fail) as srv:
         rows = [row(*r) for r in ROWS]
         RelevancyActor(endpoint=endpoint(srv.url, batch_size=1)).process(rows)
-    got = [json.loads(r["metrics"])["answer_relevancy"] for r in rows]
-    (err,) = json.loads(rows[1]["judge_errors"])
+    got = [r["metrics"]["answer_relevancy"] for r in rows]
+    (err,) = judge_error_entries(rows[1])
     assert got[1] is None and 'HTTP 400: {"error": {"message": "input rejected"' in err["reason"]
     q, gs, ns = ROWS[0]
-    assert got[0] == pytest.approx(mean_cos(f32([q])[0], f32(gs), ns), abs=1e-12) and rows[0]["judge_errors"] is None
+    assert got[0] == pytest.approx(mean_cos(f32([q])[0], f32(gs), ns), abs=1e-12) and rows[0]["judge_errors"] == []
     assert got[2] == 0 and srv.failed == [[bad]]
 
 
@@ -250,8 +252,8 @@ def test_a_zero_embedding_is_undefined_not_nan():
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no numpy division warning either
             RelevancyActor(endpoint=endpoint(srv.url)).process(rows)
-    assert json.loads(rows[0]["metrics"])["answer_relevancy"] is None
-    (err,) = json.loads(rows[0]["judge_errors"])
+    assert rows[0]["metrics"]["answer_relevancy"] is None
+    (err,) = judge_error_entries(rows[0])
     assert err["undefined"] is True and err["stage"] == "relevancy" and "zero length" in err["reason"]
 
 

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from ragscale.judges import faithfulness, idk, radbench
-from ragscale.record import input_view, read_record
+from ragscale.judges.judge_input import judge_input
+from ragscale.record import read_record
 
 QUESTION = "Which surcharge applies to irrigation accounts in a Stage 2 drought?"
 
@@ -39,16 +40,16 @@ MAP = {"question": "query", "answer": "generated", "reference": "gold", "context
 @pytest.mark.parametrize("obj, columns", [(RAGAS, None), (MAPPED, MAP)], ids=["ragas", "mapped"])
 def test_judges_see_the_question_of_a_single_question_record(obj, columns, protocol):
     row = _row(obj, columns)
-    view = input_view(row)
-    assert QUESTION in _first_prompt(idk.JUDGE_SPECS[0].start(view, row, protocol=protocol))
-    assert QUESTION in _first_prompt(radbench.JUDGE_SPECS[0].start(view, row, protocol=protocol))
-    assert QUESTION in _first_prompt(faithfulness.JUDGE_SPECS[0].start(view, row, protocol=protocol))
+    inp = judge_input(row)
+    assert QUESTION in _first_prompt(idk.JUDGE_SPECS[0].start(inp, protocol=protocol))
+    assert QUESTION in _first_prompt(radbench.JUDGE_SPECS[0].start(inp, protocol=protocol))
+    assert QUESTION in _first_prompt(faithfulness.JUDGE_SPECS[0].start(inp, protocol=protocol))
 
 
 def test_faithfulness_asks_ragas_question_as_ragas_does():
     """ragas' user_input is the question itself (no ``user:`` prefix) for a single-turn sample."""
     row = _row(RAGAS)
-    prompt = _first_prompt(faithfulness.JUDGE_SPECS[0].start(input_view(row), row, protocol="reference"))
+    prompt = _first_prompt(faithfulness.JUDGE_SPECS[0].start(judge_input(row), protocol="reference"))
     assert f"user: {QUESTION}" not in prompt and QUESTION in prompt
 
 
@@ -58,5 +59,5 @@ def test_mtrag_conversations_are_unchanged():
              {"speaker": "user", "text": QUESTION}]
     row = _row({"input": turns, "predictions": [{"text": "The Drought Surcharge."}],
                 "targets": [{"text": "The Drought Surcharge."}], "contexts": [{"text": "Irrigation accounts pay it."}]})
-    prompt = _first_prompt(idk.JUDGE_SPECS[0].start(input_view(row), row))
+    prompt = _first_prompt(idk.JUDGE_SPECS[0].start(judge_input(row)))
     assert "user: First question?\nagent: An answer.\nuser: " + QUESTION in prompt

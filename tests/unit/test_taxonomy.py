@@ -9,6 +9,7 @@ import pytest
 from ragscale.errors import RecordError
 from ragscale.judges import JUDGED, JUDGES, judge_phases, taxonomy as tj
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
+from judge_inputs import judge_input_of
 from ragscale.metrics import taxonomy as tx
 
 
@@ -87,7 +88,7 @@ OBJ = {"input": [{"speaker": "user", "text": "what?"}]}
 def test_judge_labels_only_missing_and_records_sources():
     obj = {**OBJ, "labels": {"chunks": [C(1, 1, 0), {"topically_relevant": 0}]}}
     judge = Scripted(chunk=C(1, 0, 1))
-    res = drive(tj.retrieval(obj, row(), k=5), judge)
+    res = drive(tj.retrieval(judge_input_of(obj, row()), k=5), judge)
     assert isinstance(res, JudgeResult)
     # chunk 0 complete from the input (not asked); chunk 1 partial: judge fills the two missing; chunk 2 judged
     assert len(judge.prompts) == 2 and "<chunk>\np2\n</chunk>" in judge.prompts[0].messages[0]["content"]
@@ -100,13 +101,13 @@ def test_judge_labels_only_missing_and_records_sources():
 
 def test_top_k_and_fewer_chunks():
     judge = Scripted()
-    res = drive(tj.retrieval(OBJ, row(passages=["a", "b", "c", "d"]), k=2), judge)
+    res = drive(tj.retrieval(judge_input_of(OBJ, row(passages=["a", "b", "c", "d"])), k=2), judge)
     assert len(judge.prompts) == 2 and res.details["k"] == 2
-    res = drive(tj.retrieval(OBJ, row(passages=["a"]), k=5), Scripted())
+    res = drive(tj.retrieval(judge_input_of(OBJ, row(passages=["a"])), k=5), Scripted())
     assert res.details["k"] == 1  # fewer than K: K_i = the number retrieved
-    res = drive(tj.retrieval(OBJ, row(passages=[]), k=5), Scripted())
+    res = drive(tj.retrieval(judge_input_of(OBJ, row(passages=[])), k=5), Scripted())
     assert isinstance(res, Undefined) and "no retrieved chunks" in res.reason
-    res = drive(tj.retrieval(OBJ, row(passages=list("abcdefg")), k=None), Scripted())
+    res = drive(tj.retrieval(judge_input_of(OBJ, row(passages=list("abcdefg"))), k=None), Scripted())
     assert res.details["k"] == 7
 
 
@@ -114,8 +115,8 @@ def test_full_input_labels_ask_nothing():
     labels = {**dict.fromkeys(tx.ANSWER_LABELS, 1), **dict.fromkeys(tx.GENERATION_LABELS, 0)}
     obj = {**OBJ, "labels": labels}
     judge = Scripted()
-    g = drive(tj.grounding(obj, row(), k=5), judge)
-    gen = drive(tj.generation(obj, row()), judge)
+    g = drive(tj.grounding(judge_input_of(obj, row()), k=5), judge)
+    gen = drive(tj.generation(judge_input_of(obj, row())), judge)
     assert judge.prompts == []
     assert g.metrics["ConditionalFabricationRate"] == 1.0 and gen.metrics["ProperActionRate"] == 0.0
     assert set(g.details["sources"].values()) == {"input"}
@@ -124,7 +125,7 @@ def test_full_input_labels_ask_nothing():
 def test_partial_answer_labels_input_wins():
     obj = {**OBJ, "labels": {"source_cited": True, "fabricated_source": 1}}
     judge = Scripted(answer=dict.fromkeys(tx.ANSWER_LABELS, 0))  # the judge says nothing is cited
-    g = drive(tj.grounding(obj, row(), k=5), judge)
+    g = drive(tj.grounding(judge_input_of(obj, row()), k=5), judge)
     assert len(judge.prompts) == 1
     assert g.details["labels"]["source_cited"] == 1 and g.details["sources"]["source_cited"] == "input"
     assert g.details["sources"]["support_present"] == "judge"
@@ -132,13 +133,13 @@ def test_partial_answer_labels_input_wins():
 
 
 def test_nothing_cited_is_undefined_with_reason():
-    g = drive(tj.grounding(OBJ, row(), k=5), Scripted())
+    g = drive(tj.grounding(judge_input_of(OBJ, row()), k=5), Scripted())
     assert g.metrics["ConditionalFabricationRate"] is None
     assert "nothing is cited" in g.details["undefined"]["ConditionalFabricationRate"]
 
 
 def test_no_answer_without_labels_is_undefined():
-    assert isinstance(drive(tj.generation(OBJ, row(prediction="")), Scripted()), Undefined)
+    assert isinstance(drive(tj.generation(judge_input_of(OBJ, row(prediction=""))), Scripted()), Undefined)
 
 
 @pytest.mark.parametrize("labels,message", [
@@ -150,10 +151,10 @@ def test_no_answer_without_labels_is_undefined():
 ])
 def test_bad_input_labels(labels, message):
     with pytest.raises(RecordError, match=message) as e:
-        drive(tj.generation({**OBJ, "labels": labels}, row()), Scripted())
+        drive(tj.generation(judge_input_of({**OBJ, "labels": labels}, row())), Scripted())
     assert e.value.stage == "input"
     with pytest.raises(RecordError, match=message):
-        drive(tj.retrieval({**OBJ, "labels": labels}, row(), k=5), Scripted())
+        drive(tj.retrieval(judge_input_of({**OBJ, "labels": labels}, row()), k=5), Scripted())
 
 
 def test_parser_and_prompt_delimiting():
@@ -182,7 +183,7 @@ def test_fewer_than_k_chunks_by_hand():
     # K = 5 but two chunks retrieved: K_i = 2, grades [1, 2] -> DCG = 1/log2(2) + 3/log2(3); ideal [2, 1]
     judge = Scripted()
     obj = {**OBJ, "labels": {"chunks": [C(1, 0, 1), C(1, 1, 0)]}}
-    res = drive(tj.retrieval(obj, row(passages=["a", "b"]), k=5), judge)
+    res = drive(tj.retrieval(judge_input_of(obj, row(passages=["a", "b"])), k=5), judge)
     assert judge.prompts == [] and res.details["k"] == 2
     m = res.metrics
     assert m["TopicalPrecision@K"] == 1.0 and m["SufficiencyRate@K"] == 0.5 and m["MisleadingContextRate@K"] == 0.5
@@ -219,7 +220,7 @@ def test_missing_labels_make_only_their_metrics_null():
 def test_failed_chunk_output_nulls_only_what_needs_it():
     obj = {**OBJ, "labels": {"chunks": [{}, {"topically_relevant": 1}]}}
     outputs = iter(['{"topically_relevant": 1, "evidence_sufficient": 1, "misleading": 0}', "not json"])
-    res = drive(tj.retrieval(obj, row(passages=["a", "b"]), k=5), lambda p: next(outputs))
+    res = drive(tj.retrieval(judge_input_of(obj, row(passages=["a", "b"])), k=5), lambda p: next(outputs))
     assert res.details["failed_chunks"] == [1]
     assert res.details["chunks"][1] == {"topically_relevant": 1}  # the input's label survives the failure
     assert res.metrics["TopicalPrecision@K"] == 1.0 and res.metrics["MRR@K"] == 1.0
@@ -228,37 +229,37 @@ def test_failed_chunk_output_nulls_only_what_needs_it():
 
 def test_failed_answer_output_keeps_input_labels():
     obj = {**OBJ, "labels": {"source_cited": 1}}
-    g = drive(tj.grounding(obj, row(), k=5), lambda p: '{"support_present": "yes"}')
+    g = drive(tj.grounding(judge_input_of(obj, row()), k=5), lambda p: '{"support_present": "yes"}')
     assert "support_present" in g.details["failed"] and g.details["sources"] == {"source_cited": "input"}
     assert g.metrics["CitationPresenceRate"] == 1.0
     assert g.metrics["GroundingPresenceRate"] is None and g.metrics["ConditionalFabricationRate"] is None
-    gen = drive(tj.generation(OBJ, row()), lambda p: "[1]")
+    gen = drive(tj.generation(judge_input_of(OBJ, row())), lambda p: "[1]")
     assert set(gen.metrics.values()) == {None} and gen.details["failed"] == "output is not a JSON object"
 
 
 def test_no_answer_with_full_or_partial_input_labels():
     labels = dict.fromkeys(tx.GENERATION_LABELS, 1)
     judge = Scripted()
-    full = drive(tj.generation({**OBJ, "labels": labels}, row(prediction="")), judge)
+    full = drive(tj.generation(judge_input_of({**OBJ, "labels": labels}, row(prediction=""))), judge)
     assert judge.prompts == [] and full.metrics["HelpfulnessRate"] == 1.0
-    part = drive(tj.generation({**OBJ, "labels": {"helpful": 1}}, row(prediction=" ")), judge)
+    part = drive(tj.generation(judge_input_of({**OBJ, "labels": {"helpful": 1}}, row(prediction=" "))), judge)
     assert isinstance(part, Undefined) and part.reason == tj.NO_ANSWER and judge.prompts == []
 
 
 def test_extra_input_chunk_labels_warn():
     obj = {**OBJ, "labels": {"chunks": [C(1, 1), C(0, 0), C(1, 0)]}}
-    res = drive(tj.retrieval(obj, row(passages=["a"]), k=5), Scripted())
+    res = drive(tj.retrieval(judge_input_of(obj, row(passages=["a"])), k=5), Scripted())
     assert res.details["k"] == 1 and "2 input chunk label(s) beyond the 1 retrieved" in res.details["warning"]
-    res = drive(tj.retrieval(obj, row(passages=["a", "b", "c"]), k=1), Scripted())
+    res = drive(tj.retrieval(judge_input_of(obj, row(passages=["a", "b", "c"])), k=1), Scripted())
     assert "warning" not in res.details  # labels beyond K (but retrieved) are simply not used
 
 
 def test_prompt_rounds_per_family():
     judge = Scripted()
     rounds = []
-    drive(tj.retrieval(OBJ, row(), k=5), judge, on_round=rounds.append)
-    drive(tj.grounding(OBJ, row(), k=5), judge, on_round=rounds.append)
-    drive(tj.generation(OBJ, row()), judge, on_round=rounds.append)
+    drive(tj.retrieval(judge_input_of(OBJ, row()), k=5), judge, on_round=rounds.append)
+    drive(tj.grounding(judge_input_of(OBJ, row()), k=5), judge, on_round=rounds.append)
+    drive(tj.generation(judge_input_of(OBJ, row())), judge, on_round=rounds.append)
     assert [len(r) for r in rounds] == [3, 1, 1]  # one prompt per chunk, one per record-level family
     assert [p.judge for p in judge.prompts] == [tj.RETRIEVAL] * 3 + [tj.GROUNDING, tj.GENERATION]
     assert "<conversation>" in judge.prompts[-1].messages[0]["content"]

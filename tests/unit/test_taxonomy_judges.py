@@ -12,6 +12,7 @@ import pytest
 from ragscale.errors import RecordError
 from ragscale.judges import taxonomy as tx
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
+from judge_inputs import judge_input_of
 from ragscale.metrics.taxonomy import ANSWER_LABELS, CHUNK_LABELS, GENERATION_LABELS
 
 
@@ -34,7 +35,7 @@ def test_retrieval_asks_only_for_the_chunks_missing_labels():
     respond, asked = engine({"c1": {"topically_relevant": 1, "evidence_sufficient": 0, "misleading": 1},
                              "c2-unparsable": "no json", "c3": dict.fromkeys(CHUNK_LABELS, 0),
                              "c4": dict.fromkeys(CHUNK_LABELS, 1)})
-    res = drive(tx.retrieval(obj, row, k=5), respond)
+    res = drive(tx.retrieval(judge_input_of(obj, row), k=5), respond)
     assert isinstance(res, JudgeResult) and len(asked) == 4  # c0 fully labelled; c5 beyond K
     d = res.details
     assert d["k"] == 5 and d["failed_chunks"] == [2] and "warning" not in d
@@ -48,12 +49,13 @@ def test_retrieval_asks_only_for_the_chunks_missing_labels():
 
 def test_retrieval_edges():
     full = dict.fromkeys(CHUNK_LABELS, 1)
-    res = drive(tx.retrieval({"labels": {"chunks": [full] * 3}}, {"passages": ["a"]}, k=None), engine({})[0])
+    res = drive(tx.retrieval(judge_input_of({"labels": {"chunks": [full] * 3}}, passages=["a"]), k=None), engine({})[0])
     assert res.details["warning"] == "2 input chunk label(s) beyond the 1 retrieved chunks ignored"
     assert res.details["k"] == 1 and "failed_chunks" not in res.details
-    none = drive(tx.retrieval({}, {"passages": []}), engine({})[0])
+    none = drive(tx.retrieval(judge_input_of(row={"passages": []})), engine({})[0])
     assert none == Undefined("no retrieved chunks: the retrieval metrics are undefined")
-    every = drive(tx.retrieval({"labels": {"chunks": [full] * 7}}, {"passages": list("abcdefg")}, k=None), engine({})[0])
+    every = drive(tx.retrieval(judge_input_of({"labels": {"chunks": [full] * 7}}, passages=list("abcdefg")), k=None),
+                  engine({})[0])
     assert every.details["k"] == 7
 
 
@@ -62,28 +64,31 @@ def test_retrieval_edges():
 def test_record_families(family, labels, start):
     given = {labels[0]: 1}
     respond, asked = engine({"<answer": {lab: 0 for lab in labels}})
-    res = drive(start({"query": "q?", "labels": given}, {"prediction": "the answer", "passages": ["p1", "p2"]}), respond)
+    res = drive(start(judge_input_of({"query": "q?", "labels": given}, prediction="the answer", passages=["p1", "p2"])),
+                respond)
     assert len(asked) == 1 and asked[0].judge == family
     assert res.details["labels"] == {labels[0]: 1, **{lab: 0 for lab in labels[1:]}}
     assert res.details["sources"] == {labels[0]: "input", **{lab: "judge" for lab in labels[1:]}}
     # every label in the input: no prompt
     respond, asked = engine({})
-    res = drive(start({"labels": dict.fromkeys(labels, 1)}, {"prediction": "x"}), respond)
+    res = drive(start(judge_input_of({"labels": dict.fromkeys(labels, 1)}, {"prediction": "x"})), respond)
     assert not asked and res.details["sources"] == dict.fromkeys(labels, "input")
     # no answer and labels missing: undefined, nothing asked
-    assert drive(start({"labels": given}, {"prediction": "  "}), engine({})[0]) == Undefined(tx.NO_ANSWER)
+    assert drive(start(judge_input_of({"labels": given}, prediction="  ")), engine({})[0]) == Undefined(tx.NO_ANSWER)
     # a judge output that does not parse: the input's labels stay, the failure is said
     respond, _ = engine({"<answer": "not json"})
-    res = drive(start({"labels": given}, {"prediction": "x"}), respond)
+    res = drive(start(judge_input_of({"labels": given}, {"prediction": "x"})), respond)
     assert res.details["labels"] == given and res.details["failed"] == "output is not JSON"
 
 
 def test_grounding_details():
     labels = dict.fromkeys(ANSWER_LABELS, 1) | {"source_cited": 0}
-    res = drive(tx.grounding({"labels": labels}, {"prediction": "x", "passages": list("abcdefg")}), engine({})[0])
+    res = drive(tx.grounding(judge_input_of({"labels": labels}, prediction="x", passages=list("abcdefg"))),
+                engine({})[0])
     assert res.details["k"] == tx.DEFAULT_K
     assert res.details["undefined"] == {"ConditionalFabricationRate": "nothing is cited (source_cited = 0)"}
-    cited = drive(tx.grounding({"labels": dict.fromkeys(ANSWER_LABELS, 1)}, {"prediction": "x"}), engine({})[0])
+    cited = drive(tx.grounding(judge_input_of({"labels": dict.fromkeys(ANSWER_LABELS, 1)}, prediction="x")),
+                  engine({})[0])
     assert "undefined" not in cited.details and cited.details["k"] == 0
 
 
@@ -93,9 +98,10 @@ def test_prompts():
     text = tx.answer_prompt("q", ["first", "second"], "a").messages[0]["content"]
     assert "[1] first\n[2] second" in text
     assert tx.generation_prompt("conv", "a").max_tokens == 16 * len(GENERATION_LABELS) + 16
-    assert tx._conversation({"query": "plain q"}) == "plain q"
+    # the generation prompt's conversation: the turns as speaker lines, else the question
+    assert judge_input_of({"query": "plain q"}).user_input == "plain q"
     turns = [{"speaker": "user", "text": "hello"}, {"speaker": "agent", "text": "hi"}, {"speaker": "user", "text": "q2"}]
-    assert "q2" in tx._conversation({"input": turns, "query": "ignored"})
+    assert judge_input_of({"input": turns, "query": "ignored"}).user_input == "user: hello\nagent: hi\nuser: q2"
 
 
 def test_the_parser_takes_only_0_or_1():
@@ -118,13 +124,14 @@ def test_the_parser_takes_only_0_or_1():
 ])
 def test_malformed_input_labels_are_the_records_input_error(labels, message):
     with pytest.raises(RecordError, match=None) as e:
-        tx.input_labels({"labels": labels})
+        tx.input_labels(judge_input_of({"labels": labels}).labels)
     assert message in str(e.value) and e.value.stage == "input"
 
 
 def test_input_labels():
-    assert tx.input_labels({}) == ([], {})
-    chunks, record = tx.input_labels({"labels": {"chunks": [{"misleading": True, "topically_relevant": None}],
-                                                 "helpful": 0.0, "source_cited": False, "unknown": 1}})
+    assert tx.input_labels(None) == ([], {})
+    labels = {"chunks": [{"misleading": True, "topically_relevant": None}], "helpful": 0.0, "source_cited": False,
+              "unknown": 1}
+    chunks, record = tx.input_labels(judge_input_of({"labels": labels}).labels)
     assert chunks == [{"misleading": 1}] and record == {"helpful": 0, "source_cited": 0}
     assert type(record["helpful"]) is int

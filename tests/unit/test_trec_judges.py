@@ -11,6 +11,7 @@ import pytest
 
 from ragscale.judges import citation, no_answer, umbrela
 from ragscale.judges.base import JudgeParseError, JudgeResult, Undefined, drive
+from judge_inputs import judge_input_of
 from ragscale.metrics.trec import parse_generated_answer
 
 from conftest import ORAG_COMMIT, orag_namespace, reference_source
@@ -93,10 +94,10 @@ def test_umbrela_run_grades_each_passage_in_one_round():
         assert "Query: " + QUERY + "\n" in text
         return grades[between(text, "Passage: ", "\n        Split this problem")]
 
-    run = umbrela.start(obj, row)
+    run = umbrela.start(judge_input_of(obj, row))
     round1 = next(run)
     assert isinstance(round1, list) and len(round1) == 3  # one fan-out round
-    result = drive(umbrela.start(obj, row), respond)
+    result = drive(umbrela.start(judge_input_of(obj, row)), respond)
     assert isinstance(result, JudgeResult)
     assert result.metrics == {"umbrela_scores": [3, None, 0], "umbrela_mean": 1.5}
     assert result.details == {"[1]": 3, "[2]": None, "[3]": 0}
@@ -114,14 +115,14 @@ def test_umbrela_run_on_mtrag_record_and_edge_cases():
         prompts.append(user_text(prompt))
         return '{"score": "2"}'
 
-    result = drive(umbrela.start(obj, row), respond)
+    result = drive(umbrela.start(judge_input_of(obj, row)), respond)
     assert all("Query: second?\n" in t for t in prompts)
     assert result.metrics == {"umbrela_scores": [2, 2], "umbrela_mean": 2.0}
     assert result.details == {"[1]": 2, "[2]": 2}
-    assert drive(umbrela.start(obj, {**row, "passages": []}), respond) == Undefined("no passages")
-    all_failed = drive(umbrela.start(*orag_record()), lambda p: "oops")
+    assert drive(umbrela.start(judge_input_of(obj, {**row, "passages": []})), respond) == Undefined("no passages")
+    all_failed = drive(umbrela.start(judge_input_of(*orag_record())), lambda p: "oops")
     assert all_failed.metrics == {"umbrela_scores": [None, None, None], "umbrela_mean": None}
-    assert drive(umbrela.start(*orag_record(query=" ")), respond) == Undefined("no query")
+    assert drive(umbrela.start(judge_input_of(*orag_record(query=" "))), respond) == Undefined("no query")
 
 
 # --- no-answer ---------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def test_no_answer_run(raw, answered):
         prompts.append(user_text(prompt))
         return raw
 
-    result = drive(no_answer.start(obj, row), respond)
+    result = drive(no_answer.start(judge_input_of(obj, row)), respond)
     assert result.metrics == {"answered": answered}
     assert result.details == {"query_answered": "yes" if answered else "no"}
     # the answer as open-rag-eval sees it: the parts' texts without citation markers
@@ -158,10 +159,10 @@ def test_no_answer_run(raw, answered):
 
 def test_no_answer_edge_cases():
     obj, row = orag_record(answer="  ")
-    assert drive(no_answer.start(obj, row), lambda p: "x") == Undefined("no generated answer")
+    assert drive(no_answer.start(judge_input_of(obj, row)), lambda p: "x") == Undefined("no generated answer")
     obj, row = orag_record(answer="I don't know.")
     with pytest.raises(JudgeParseError):  # a single-step judge: the actor re-asks, then nulls it
-        drive(no_answer.start(obj, row), lambda p: '{"answered": "perhaps"}')
+        drive(no_answer.start(judge_input_of(obj, row)), lambda p: '{"answered": "perhaps"}')
 
 
 # --- citation ----------------------------------------------------------------------------
@@ -198,7 +199,7 @@ def test_citation_run_end_to_end():
         asked.append((between(text, "Statement: ", "\n\n"), between(text, "Citation: ", "\n    ")))
         return json.dumps({"support": support_of(text)})
 
-    result = drive(citation.start(obj, row), respond)
+    result = drive(citation.start(judge_input_of(obj, row)), respond)
     # [1][1] asked once; [9] is not among the passages: not asked
     # (a part's text starts after the previous citation block, so it keeps the ". ")
     assert asked == [("Paris is the capital of France", PASSAGES[0]), (". France is in Europe", PASSAGES[1]),
@@ -227,7 +228,7 @@ def test_citation_failed_judgment_nulls_the_metrics_but_keeps_labels():
         europe = "Europe" in between(user_text(prompt), "Statement: ", "\n\n")
         return "garbage" if europe else '{"support": "full_support"}'
 
-    result = drive(citation.start(obj, row), respond)
+    result = drive(citation.start(judge_input_of(obj, row)), respond)
     assert result.metrics == {"citation_precision": None, "citation_recall": None, "citation_f1": None}
     labels = [c for part in result.details["parts"] for c in part["citations"]]
     assert labels[0] == {"id": "[1]", "support": "full_support"}
@@ -242,16 +243,17 @@ def test_citation_edge_cases_ask_nothing():
     # no citations / only unknown ids / no parts
     for answer in ["Paris, no citations at all.", "Paris [7]. Lyon [8].", "[1]"]:
         obj, row = orag_record(answer=answer)
-        assert drive(citation.start(obj, row), never).metrics == zeros
-    assert drive(citation.start(*orag_record(answer="")), never) == Undefined("no generated answer")
+        assert drive(citation.start(judge_input_of(obj, row)), never).metrics == zeros
+    assert drive(citation.start(judge_input_of(*orag_record(answer=""))), never) == Undefined("no generated answer")
     obj, row = orag_record(answer="Paris [1].")
-    assert drive(citation.start(obj, {**row, "passages": []}), never).metrics == zeros
+    assert drive(citation.start(judge_input_of(obj, {**row, "passages": []})), never).metrics == zeros
 
 
 def test_citation_run_on_mtrag_record_uses_rank_ids():
     obj = {"input": [{"speaker": "user", "text": "q?"}], "contexts": [{"text": "alpha beta"}, {"text": "gamma"}]}
     row = {"prediction": "alpha beta [1]. gamma [1].", "passages": ["alpha beta", "gamma"], "metrics": "{}"}
-    result = drive(citation.start(obj, row), lambda p: json.dumps({"support": support_of(user_text(p))}))
+    result = drive(citation.start(judge_input_of(obj, row)),
+                   lambda p: json.dumps({"support": support_of(user_text(p))}))
     # "[1]" is the first context: the first part is fully supported, the second not at all
     assert result.metrics == {"citation_precision": 0.5, "citation_recall": 0.5, "citation_f1": 0.5}
 
@@ -302,7 +304,7 @@ def test_umbrela_equals_open_rag_eval():
         ours_prompts.append(user_text(prompt))
         return json.dumps({"score": grade_of[between(user_text(prompt), "Passage: ", "\n        Split this problem")]})
 
-    result = drive(umbrela.start(obj, row), respond)
+    result = drive(umbrela.start(judge_input_of(obj, row)), respond)
     assert ours_prompts == model.prompts  # the same prompt strings
     assert result.details == ref["umbrela_scores"]
     mean = sum(ref["umbrela_scores"].values()) / len(ref["umbrela_scores"])  # trec_evaluator's mean_umbrela_score
@@ -315,7 +317,7 @@ def test_no_answer_equals_open_rag_eval():
         model = ScriptedOragModel(lambda prompt: SimpleNamespace(answered=ns["QueryAnsweredValues"]("no")))
         ref = ns["NoAnswerMetric"](model).compute(orag_rag_result(QUERY, PASSAGES, answer).generation_result)
         prompts = []
-        result = drive(no_answer.start(*orag_record(answer=answer)),
+        result = drive(no_answer.start(judge_input_of(*orag_record(answer=answer))),
                        lambda p: prompts.append(user_text(p)) or '{"answered": "no"}')
         assert prompts == model.prompts
         assert result.details == ref and result.metrics == {"answered": 0.0}
@@ -342,7 +344,7 @@ def test_citation_equals_open_rag_eval():
             prompts.append(user_text(prompt))
             return json.dumps({"support": support_of(user_text(prompt))})
 
-        result = drive(citation.start(*orag_record(passages=passages, answer=answer)), respond)
+        result = drive(citation.start(judge_input_of(*orag_record(passages=passages, answer=answer))), respond)
         assert set(prompts) == set(model.prompts), answer  # the same questions (repeats asked once here)
         assert result.metrics == {"citation_precision": ref["weighted_precision"],
                                   "citation_recall": ref["weighted_recall"], "citation_f1": ref["f1"]}, answer
