@@ -64,7 +64,7 @@ def metric_type(name: str) -> pa.DataType:
     if spec is None:
         raise ValueError(f"metric {name!r} is not in the catalog: its type is unknown")
     item = _ITEM[spec.dtype]
-    return item if spec.scalar and spec.shape != "vector" else pa.list_(item)
+    return item if spec.scalar else pa.list_(item)
 
 
 def row_schema(metrics: Sequence[str]) -> pa.Schema:
@@ -86,8 +86,10 @@ def _is_flag(v: Any) -> bool:
     return isinstance(v, (bool, np.bool_))
 
 
-_ACCEPTS: dict[pa.DataType, tuple[Callable[[Any], bool], str]] = {
-    pa.float64(): (_is_number, "a number"), pa.int64(): (_is_int, "an integer"), pa.bool_(): (_is_flag, "a bool")}
+# item type -> (its check, what a value must be, what a list's values must be)
+_ACCEPTS: dict[pa.DataType, tuple[Callable[[Any], bool], str, str]] = {
+    pa.float64(): (_is_number, "a number", "numbers"), pa.int64(): (_is_int, "an integer", "integers"),
+    pa.bool_(): (_is_flag, "a bool", "bools")}
 
 
 def metric_checks(schema: pa.Schema) -> dict[str, Callable[[Any], str | None]]:
@@ -96,15 +98,16 @@ def metric_checks(schema: pa.Schema) -> dict[str, Callable[[Any], str | None]]:
     out: dict[str, Callable[[Any], str | None]] = {}
     for f in schema.field("metrics").type:
         many = pa.types.is_list(f.type)
-        ok, what = _ACCEPTS[f.type.value_type if many else f.type]
+        ok, what, plural = _ACCEPTS[f.type.value_type if many else f.type]
 
-        def check(v: Any, ok: Callable[[Any], bool] = ok, what: str = what, many: bool = many) -> str | None:
+        def check(v: Any, ok: Callable[[Any], bool] = ok, what: str = what, plural: str = plural,
+                  many: bool = many) -> str | None:
             if v is None:
                 return None
             if not many:
                 return None if ok(v) else f"{v!r} is not {what}"
             if not isinstance(v, (list, tuple)):
-                return f"{v!r} is not a list of {what[2:] if what.startswith('a ') else what[3:]} values"
+                return f"{v!r} is not a list of {plural}"
             bad = next((x for x in v if x is not None and not ok(x)), None)
             return None if bad is None else f"{bad!r} in its list is not {what}"
 

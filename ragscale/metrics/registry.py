@@ -65,6 +65,8 @@ class MetricSpec:
             raise ValueError(f"metric {self.name}: stage {self.stage!r} / shape {self.shape!r} unknown")
         if (self.stage == "derive") != (self.derive is not None):
             raise ValueError(f"metric {self.name}: a derive-stage metric, and only one, has a derive function")
+        if self.scalar and self.shape == "vector":
+            raise ValueError(f"metric {self.name}: a per-passage vector is a list, never scalar")
         if not set(self.needs) <= set(NEEDS):
             raise ValueError(f"metric {self.name}: needs {self.needs!r}: a field is not one of {', '.join(NEEDS)}")
         if self.bounds is None and self.dtype == "bool":  # a flag is 0 or 1

@@ -66,15 +66,10 @@ def writer_rows(batch: pa.Table) -> list[dict]:
     return to_rows(batch.select(list(OUTPUT_COLUMNS)))
 
 
-_CHECKS: dict[pa.Schema, dict] = {}
-
-
 def _checked(rows: list[dict], schema: pa.Schema, stage: str) -> None:
     """Each row's metrics fit their types in ``schema``: a metric the run did not plan, or a value
     of another type (a string for a score, 1.5 for a count), fails its record, naming the metric."""
-    checks = _CHECKS.get(schema)
-    if checks is None:
-        checks = _CHECKS.setdefault(schema, metric_checks(schema))
+    checks = metric_checks(schema)
     for r in rows:
         for name in list(r["metrics"]):
             check = checks.get(name)

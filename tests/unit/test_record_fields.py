@@ -149,6 +149,7 @@ def test_record_fields_of_odd_records():
     assert record_fields(rec) == derived_fields(rec)
     bad = {"ragscale": {"record": {"query": 5, "answer": ["x"], "passage_ids": "[1]", "task_id": "t"}}}
     assert record_fields(bad) == RecordFields(task_id="t")
+    assert record_fields({**line(RAGAS), "ragscale": "not an object"}) == derived_fields(line(RAGAS))
 
 
 def test_record_texts_pairs_passages_with_the_fields_ids(orag):
@@ -161,6 +162,11 @@ def test_record_texts_pairs_passages_with_the_fields_ids(orag):
     fields = RecordFields(passage_ids=("a", "b"))  # ids that name as many passages win
     assert record_texts(line(MTRAG), fields).passages == [("a", "p1"), ("b", "p2")]
     assert record_texts(line(MTRAG), RecordFields(passage_ids=("a",))).passages == [("[1]", "p1"), ("[2]", "p2")]
+    own = line(MTRAG)  # without fields given: the ids of the record's own entry
+    own["ragscale"]["record"]["passage_ids"] = ["d7", "d9"]
+    assert record_texts(own).passages == [("d7", "p1"), ("d9", "p2")]
+    bare = {k: v for k, v in line(MTRAG).items() if k != "targets"}  # no reference: still its passages
+    assert (record_texts(bare).contexts, record_texts(bare).references) == (["p1", "p2"], None)
 
 
 # --- the sinks --------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ import pytest
 from rows import rows_of, table, worker_row  # tests/rows.py
 
 from ragscale.pipeline.stage import to_table
-from ragscale.row import STAGE_COLUMNS, add_judge_errors, detail, metric_type, row_schema, set_detail
+from ragscale.metrics.registry import MetricSpec
+from ragscale.row import (STAGE_COLUMNS, add_judge_errors, detail, judge_error_entries, metric_type, row_schema,
+                          set_detail)
 
 
 def test_metric_types_come_from_the_catalog():
@@ -25,8 +27,11 @@ def test_metric_types_come_from_the_catalog():
     assert metric_type("nuggets_count") == pa.int64()
     assert metric_type("P@5") == pa.float64()  # a cut-off of P@k
     assert metric_type("RB_llm@judge-a") == metric_type("RB_llm")  # a panel member's
+    assert metric_type("P@5@judge-a") == metric_type("P@5") == pa.float64()  # the tag after the last @
     with pytest.raises(ValueError, match="not in the catalog"):
         metric_type("no_such_metric")
+    with pytest.raises(ValueError, match="never scalar"):  # so a vector's type is always a list
+        MetricSpec("v", "judge", "f", shape="vector", scalar=True)
 
 
 def test_null_and_absent_metrics_and_their_order_survive_the_round_trip():
@@ -40,7 +45,10 @@ def test_null_and_absent_metrics_and_their_order_survive_the_round_trip():
     ("exact_match", "0.5", "'0.5' is not a number"),
     ("exact_match", True, "True is not a number"),
     ("nuggets_count", 2.5, "2.5 is not an integer"),
-    ("Recall", 0.5, "0.5 is not a list"),
+    ("Recall", 0.5, "0.5 is not a list of numbers"),
+    ("umbrela_scores", (1, 2.5), "2.5 in its list is not an integer"),
+    ("RB_agg_zero_denominator", True, "True is not a list of bools"),
+    ("umbrela_scores", "12", "'12' is not a list of integers"),
     ("Recall", [0.5, "x"], "'x' in its list is not a number"),
     ("RB_agg_zero_denominator", [1], "1 in its list is not a bool"),
 ])
@@ -85,9 +93,10 @@ def test_a_stage_converts_back_only_the_columns_it_may_change():
 def test_details_and_judge_errors_are_serialised_once_each():
     r = worker_row()
     set_detail(r, "idk", {"label": "é"})
-    add_judge_errors(r, [{"judge": "idk", "reason": "x"}])
+    add_judge_errors(r, [{"judge": "idk", "reason": "ü"}])
     add_judge_errors(r, [])
-    assert r["details"] == {"idk": '{"label": "é"}'} and r["judge_errors"] == ['{"judge": "idk", "reason": "x"}']
+    assert r["details"] == {"idk": '{"label": "é"}'} and r["judge_errors"] == ['{"judge": "idk", "reason": "ü"}']
+    assert judge_error_entries(r) == [{"judge": "idk", "reason": "ü"}] and judge_error_entries(worker_row()) == []
     (back,) = rows_of(table([r]))
     assert detail(back["details"], "idk") == {"label": "é"} and detail(back["details"], "other") is None
     assert back["judge_errors"] == r["judge_errors"]
