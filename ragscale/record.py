@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ragscale.columns import RAGAS_ANSWER, RAGAS_CONTEXTS, RAGAS_QUESTION, RAGAS_REFERENCE, no_answer, remap
 from ragscale.errors import RecordError
 from ragscale.io.identity import model_of
 from ragscale.io.lines import clean_nan, parse
+from ragscale.registry import REGISTRY
 from ragscale.row import add_judge_errors, row_schema  # noqa: F401 - re-exported: the stages add judge errors through the record
 from ragscale.io.output_line import OUTPUT_COLUMNS, output_line  # noqa: F401 - re-exported: the writer's side of the Record
 
@@ -86,8 +87,34 @@ ORAG_FORMAT = "open-rag-eval-csv"  # the ``format`` of records normalized from o
 TABLE_FORMAT = "csv-table"  # the ``format`` of a table CSV's row that could not be read (ragscale.io.table_csv)
 
 
+@dataclass(frozen=True)
+class Reader:
+    """An input layout (registry kind ``reader``, ragscale/registry.py): ``detect(obj)`` says whether
+    a record (a JSON object) is in it; ``fields(obj, need_targets)`` validates it and returns its
+    ``prediction``, ``targets``, ``passages`` (texts) and ``answerability`` (optionally ``warnings``),
+    raising RecordError(stage="input") with a precise message for a bad record."""
+
+    name: str
+    detect: Callable[[dict], bool]
+    fields: Callable[..., dict]
+
+
+DEFAULT_READER = "mtrag"  # MT-RAG's generation records: tried last, it reads what no other layout claims
+
+
+def reader_of(obj: dict) -> Reader:
+    """The reader of a record: the first registered one that detects it (ragscale's in the order
+    below, then other packages'), MT-RAG's when none does."""
+    readers = REGISTRY.entries("reader")
+    for name, reader in readers.items():
+        if name != DEFAULT_READER and reader.detect(obj):
+            return reader
+    return readers[DEFAULT_READER]
+
+
 def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
-    """Validate a record and extract prediction, target and passage texts.
+    """Validate a record and extract prediction, target and passage texts, by its layout's reader
+    (:func:`reader_of`).
 
     MT-RAG generation records: ``predictions[0].text``, ``targets`` (required when
     ``need_targets``), ``contexts``. open-rag-eval CSV records (normalized by
@@ -103,12 +130,15 @@ def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
     """
     if not isinstance(obj, dict):
         raise RecordError("input", f"record must be a JSON object, got {type(obj).__name__}")
-    if obj.get("format") == ORAG_FORMAT:
-        return _orag_fields(obj)
-    if obj.get("format") == TABLE_FORMAT and obj.get("input_error"):  # a CSV row that could not be read
-        raise RecordError("input", str(obj["input_error"]))
-    if is_ragas_layout(obj):
-        return _ragas_fields(obj)
+    return reader_of(obj).fields(obj, need_targets=need_targets)
+
+
+def _table_error(obj: dict, need_targets: bool = True) -> dict:
+    """A table CSV's row that could not be read (ragscale.io.table_csv): its input error."""
+    raise RecordError("input", str(obj["input_error"]))
+
+
+def _mtrag_fields(obj: dict, need_targets: bool = True) -> dict:
     preds = obj.get("predictions")
     if not isinstance(preds, list) or not preds:
         if "predictions" in obj or any(k in obj for k in ("targets", "input")):  # MT-RAG's layout: its words
@@ -142,7 +172,7 @@ def _first_key(obj: dict, keys: tuple[str, ...]) -> str | None:
     return next((k for k in keys if obj.get(k) is not None), None)
 
 
-def _ragas_fields(obj: dict) -> dict:
+def _ragas_fields(obj: dict, need_targets: bool = True) -> dict:
     """prediction = ``response`` (or ``answer``); targets = ``[reference]`` (or ``ground_truth``)
     when present; passages = ``retrieved_contexts`` (or ``contexts``), strings or ``{text}``."""
     key = _first_key(obj, RAGAS_ANSWER) or "response"
@@ -160,7 +190,7 @@ def _ragas_fields(obj: dict) -> dict:
     }
 
 
-def _orag_fields(obj: dict) -> dict:
+def _orag_fields(obj: dict, need_targets: bool = True) -> dict:
     if obj.get("input_error"):
         raise RecordError("input", str(obj["input_error"]))
     passages = obj.get("passages") or []
@@ -179,6 +209,16 @@ def _orag_fields(obj: dict) -> dict:
         out["warnings"].append(f"no generated answer ({status}): open-rag-eval skips this query run; "
                                "ragscale keeps it and its answer metrics are null")
     return out
+
+
+# ragscale's input layouts, in the order they are tried (MT-RAG's, the default, last)
+OWN_READERS = (Reader("open-rag-eval", lambda obj: obj.get("format") == ORAG_FORMAT, _orag_fields),
+               Reader("csv-table", lambda obj: obj.get("format") == TABLE_FORMAT and bool(obj.get("input_error")),
+                      _table_error),
+               Reader("ragas", lambda obj: is_ragas_layout(obj), _ragas_fields),
+               Reader(DEFAULT_READER, lambda obj: True, _mtrag_fields))
+for _reader in OWN_READERS:
+    REGISTRY.register("reader", _reader.name, _reader)
 
 
 def query_of(obj: dict) -> str:
@@ -214,12 +254,18 @@ def inputs_of(obj: Any) -> dict:
 
 def answer_of(obj: dict) -> str | None:
     """The evaluated answer of an input or output record: open-rag-eval's ``generated_answer``
-    when the record has one (``None`` for a run without an answer), else MT-RAG's
-    ``predictions[0].text``; ``None`` when it is not a string."""
+    when the record has one (``None`` for a run without an answer), RAGAS' response, another
+    package's layout's answer (its reader's), else MT-RAG's ``predictions[0].text``; ``None`` when
+    it is not a string."""
     if obj.get("format") == ORAG_FORMAT or "generated_answer" in obj:
         answer = obj.get("generated_answer")
     elif is_ragas_layout(obj):
         answer = obj.get(_first_key(obj, RAGAS_ANSWER) or "response")
+    elif (reader := reader_of(obj)) not in OWN_READERS:  # another package's layout: its reader's answer
+        try:
+            answer = reader.fields(obj, need_targets=False)["prediction"]
+        except RecordError:
+            answer = None
     else:
         preds = obj.get("predictions")
         first = preds[0] if isinstance(preds, list) and preds else None

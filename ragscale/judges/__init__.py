@@ -1,38 +1,48 @@
 """LLM judges: prompt rendering and parsing, pure and versioned; engines live in ragscale/actors/engines/.
 
-``JUDGES`` is the one registry: judge name -> the metric it fills, its prompt version, and
-how to start it on a record's ``JudgeInput`` (judge_input.py; a generator of (prompt, parse)
-steps, see base.py), collected from the judge modules' ``JUDGE_SPECS``: adding a judge is one module (its
-template, renderer, parser, ``JUDGE_SPECS`` and its metrics' catalog entries) plus its template file.
+``JUDGES`` is the registry's table of judges (ragscale/registry.py, kind ``judge``): judge name ->
+the metric it fills, its prompt version, and how to start it on a record's ``JudgeInput``
+(judge_input.py; a generator of (prompt, parse) steps, see base.py). Importing this package
+registers every judge module's ``JUDGE_SPECS``, then loads the plugins, whose judges join the same
+table: adding a judge is one module (its template, renderer, parser, ``JUDGE_SPECS`` and its
+metrics' catalog entries) plus its template file.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Sequence
+from typing import Iterator, Mapping, Sequence
 
 from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, single  # noqa: F401 - re-exported
+from ragscale.registry import REGISTRY
+
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+    for _spec in getattr(importlib.import_module(f"{__name__}.{_info.name}"), "JUDGE_SPECS", ()):
+        REGISTRY.register("judge", _spec.name, _spec)
+
+# judge name -> JudgeSpec: ragscale's, then the plugins' (a live table: a judge registered later joins it)
+JUDGES: dict[str, JudgeSpec] = REGISTRY.table("judge")
+REGISTRY.load("judge")  # the plugins' judges, now (a plugin that fails to load stops this import)
 
 
-def _collect() -> dict[str, JudgeSpec]:
-    """Every judge module's ``JUDGE_SPECS`` (a judge is one module plus its template), then the
-    plugins' (ragscale.plugins)."""
-    from ragscale.plugins import contributed
+class _Judged(Mapping[str, str]):
+    """metric -> the name of the judge that fills it, read from :data:`JUDGES` as it is now."""
 
-    out: dict[str, JudgeSpec] = {}
-    modules = [importlib.import_module(f"{__name__}.{info.name}")
-               for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)]
-    for spec in [s for module in modules for s in getattr(module, "JUDGE_SPECS", ())] + contributed("JUDGE_SPECS"):
-        if spec.name in out:
-            raise ValueError(f"judge {spec.name!r} is declared twice")
-        out[spec.name] = spec
-    return out
+    def _table(self) -> dict[str, str]:
+        return {m: s.name for s in JUDGES.values() for m in s.metrics}
+
+    def __getitem__(self, metric: str) -> str:
+        return self._table()[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
 
 
-JUDGES: dict[str, JudgeSpec] = _collect()
-# metric -> judge name
-JUDGED: dict[str, str] = {m: s.name for s in JUDGES.values() for m in s.metrics}
+JUDGED: Mapping[str, str] = _Judged()
 
 
 def judge_phases(specs: Sequence[JudgeSpec]) -> list[list[JudgeSpec]]:

@@ -10,12 +10,12 @@ is one decorated function plus its name in a scenario's ``metrics.<family>`` lis
 from __future__ import annotations
 
 import difflib
-import importlib
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.errors import UserError, did_you_mean
+from ragscale.registry import REGISTRY
 
 SHAPES = ("target", "passage", "record", "vector")
 UNIT = (0.0, 1.0)  # the bounds of a score, a rate or a flag
@@ -94,10 +94,14 @@ class MetricSpec:
 
 
 _CATALOG: dict[str, MetricSpec] = {}
-# The modules that declare the built-in metrics (imported on first use of the catalog).
+# The modules that declare the built-in metrics, registered as the registry's metric families (by module
+# name; ragscale/registry.py) and imported at its first lookup, before any plugin. The judged metrics are
+# declared by the judge modules (ragscale.judges), a plugin's by its module or the families it registers.
 FAMILY_MODULES = ("ragscale.metrics.lexical", "ragscale.metrics.bertscore", "ragscale.metrics.aggregate",
                   "ragscale.metrics.conditioning", "ragscale.metrics.trec", "ragscale.metrics.hhem",
-                  "ragscale.metrics.custom", "ragscale.metrics.taxonomy", "ragscale.judges")
+                  "ragscale.metrics.custom", "ragscale.metrics.taxonomy")
+for _module in FAMILY_MODULES:
+    REGISTRY.register("metric_family", _module.rsplit(".", 1)[-1], lazy=_module)
 _loaded = False
 
 
@@ -123,16 +127,14 @@ def lexical_metric(name: str, *, family: str, shape: str = "record", **facts: An
 
 
 def catalog() -> dict[str, MetricSpec]:
-    """Every declared metric, by name (the built-in families imported once)."""
+    """Every declared metric, by name: ragscale's families in their order, the judges' metrics,
+    then the plugins' (their families imported), all loaded once."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in FAMILY_MODULES:
-            importlib.import_module(module)
-        from ragscale.plugins import plugin_modules
-
         try:
-            plugin_modules()  # other packages' metrics (ragscale.plugins)
+            for kind in ("metric_family", "judge"):  # the families declare their metrics, the judge modules theirs
+                REGISTRY.entries(kind)  # ragscale's first, then the plugins' (ragscale/registry.py)
         except Exception:
             _loaded = False  # a plugin that fails to load fails every call, never a catalog without it
             raise

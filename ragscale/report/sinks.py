@@ -27,6 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ragscale.errors import UserError
 from ragscale.exitcodes import INCOMPLETE, STATUS
+from ragscale.registry import REGISTRY
 
 TREC_STEPS = ("retrieval", "nuggets", "citation", "hallucination", "no_answer")
 
@@ -203,11 +204,15 @@ SINKS: tuple[SinkSpec, ...] = (
 )
 
 
-def sink_specs() -> tuple[SinkSpec, ...]:
-    """ragscale's report sinks (:data:`SINKS`), then the plugins' ``SINK_SPECS`` (ragscale.plugins)."""
-    from ragscale.plugins import contributed
+for _spec in SINKS:
+    REGISTRY.register("sink", _spec.key, _spec)
 
-    return (*SINKS, *contributed("SINK_SPECS"))
+
+def sink_specs() -> tuple[SinkSpec, ...]:
+    """ragscale's report sinks (:data:`SINKS`), then the others registered (ragscale/registry.py,
+    kind ``sink``: the plugins')."""
+    own = {spec.key for spec in SINKS}
+    return (*SINKS, *(spec for key, spec in REGISTRY.entries("sink").items() if key not in own))
 
 
 def check_reports(settings: ReportSettings, metrics: Sequence[str]) -> None:

@@ -1,6 +1,7 @@
-"""A third-party package adds a lexical metric, a judge and a report sink through the
-``ragscale.plugins`` entry-point group (ragscale/plugins.py, issue 34): installed with pip into a
-folder of its own (never into the test venv), it is seen planned, computed on the Ray workers,
+"""A third-party package adds a lexical metric, a judge, a report sink, an input layout (a reader)
+and a judge engine through the ``ragscale.plugins`` entry-point group (ragscale/registry.py,
+ragscale/plugins.py, issue 34): installed with pip into a folder of its own (never into the test
+venv), it is seen reading its records, planned, computed on the Ray workers by its engine,
 summarised, ranked and reported, with no file of ragscale touched."""
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from conftest import ROOT
 # the run's own Ray: its workers must see the plugin's folder (PYTHONPATH), as a cluster's workers
 # see an installed plugin
 pytestmark = [pytest.mark.integration, pytest.mark.own_ray]
-pytest.importorskip("llama_cpp", reason="the local judge engine is built by scripts/setup.sh")
 
 PYPROJECT = """
 [build-system]
@@ -33,15 +33,17 @@ version = "0.0.1"
 demo = "ragscale_demo_plugin"
 
 [tool.setuptools]
-py-modules = ["ragscale_demo_plugin"]
+py-modules = ["ragscale_demo_plugin", "ragscale_demo_engine"]
 """
 
 PLUGIN = '''
-"""A demo plugin: a lexical metric, a judge and a report sink."""
+"""A demo plugin: a lexical metric, a judge, a report sink, an input layout and a judge engine."""
 import os
 
 from ragscale.judges.base import JudgeParseError, JudgePrompt, JudgeResult, JudgeSpec, load_json_object
 from ragscale.metrics.registry import UNIT, MetricSpec, declare, lexical_metric
+from ragscale.record import Reader
+from ragscale.registry import register
 from ragscale.report.sinks import SinkSpec
 
 
@@ -89,6 +91,51 @@ class Counts:
 
 
 SINK_SPECS = (SinkSpec("demo_counts", "demo counts", lambda settings, plan, out_dir: Counts(out_dir)),)
+
+
+def demo_fields(obj, need_targets=False):
+    """The demo layout: {"demo": {"said": answer, "gold": reference, "docs": [passage, ...]}}."""
+    demo = obj["demo"]
+    return {"prediction": demo["said"], "targets": [demo["gold"]], "passages": list(demo["docs"]),
+            "answerability": None}
+
+
+register("reader", "demo_layout", Reader("demo_layout", lambda obj: isinstance(obj.get("demo"), dict), demo_fields))
+register("engine", "demo_echo", lazy="ragscale_demo_engine")  # imported where a judge looks it up
+'''
+
+ENGINE = '''
+"""A deterministic judge engine (tests only): a polite answer thanks or says gladly."""
+import json
+
+from ragscale.actors.engines import Generation
+
+# the options of judge=local's config, which judge.engine=demo_echo keeps: accepted, ignored
+OPTIONS = dict.fromkeys(("n_ctx", "n_threads", "n_gpu_layers", "grammar_argmax_first", "flash_attn"))
+
+
+def resolve(conf, options, pool):
+    return {"model": "demo-echo-1"}
+
+
+def model_name(kwargs):
+    return kwargs["model"]
+
+
+class Engine:
+    name = "demo_echo"
+
+    def __init__(self, model):
+        self.model = model
+
+    def generate(self, prompts, temperature=0.0, seed=None, on_done=None, **sampling):
+        out = []
+        for p in prompts:
+            polite = any(w in p.messages[-1]["content"].lower() for w in ("thank", "gladly"))
+            out.append(Generation(json.dumps({"polite": "yes" if polite else "no"})))
+        if on_done:
+            on_done(len(prompts))
+        return out
 '''
 
 RUN = """
@@ -97,7 +144,7 @@ import ragscale
 records = [json.loads(line) for line in open(sys.argv[1])]
 run = ragscale.evaluate(records, scenario="custom", output_dir=sys.argv[2],
                         overrides=["custom.expectations=null", "metrics.custom=[demo_words,demo_polite]",
-                                   "judge.cache_path=" + sys.argv[3]])
+                                   "judge.engine=demo_echo", "judge.cache_path=" + sys.argv[3]])
 print(json.dumps({"ok": run.ok, "files": sorted(run.files), "metrics": run.summary["metrics"],
                   "board": run.leaderboard.to_dict("records")}))
 """
@@ -111,18 +158,21 @@ def plugin_site(tmp_path_factory) -> str:
     pkg.mkdir()
     (pkg / "pyproject.toml").write_text(PYPROJECT)
     (pkg / "ragscale_demo_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    (pkg / "ragscale_demo_engine.py").write_text(textwrap.dedent(ENGINE))
     res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                           "--no-index", "--target", str(site), str(pkg)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     return str(site)
 
 
-def test_a_plugin_adds_a_metric_a_judge_and_a_sink(tmp_path, plugin_site):
+def test_a_plugin_adds_a_metric_a_judge_a_sink_a_reader_and_an_engine(tmp_path, plugin_site):
     records = tmp_path / "records.jsonl"
     rows = [{"model_id": m, "task_id": f"t{i}", "question": q, "answer": a, "reference": "x", "contexts": ["c"]}
-            for m, answers in (("kind", ("Thank you, it is Paris.", "Gladly: eight legs.")),
-                               ("curt", ("Paris.", "Eight.")))
+            for m, answers in (("kind", ("Thank you, it is Paris.", "Gladly: eight legs.")),)
             for i, (q, a) in enumerate(zip(("Capital of France?", "Legs of a spider?"), answers))]
+    # the other model's records in the plugin's own layout (its reader)
+    rows += [{"model_id": "curt", "task_id": f"t{i}", "demo": {"said": a, "gold": "x", "docs": ["c"]}}
+             for i, a in enumerate(("Paris.", "Eight."))]
     records.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_site, ROOT])}
@@ -135,7 +185,9 @@ def test_a_plugin_adds_a_metric_a_judge_and_a_sink(tmp_path, plugin_site):
     recs = [json.loads(line) for line in open(out / "records.jsonl")]
     words = {(r["model_id"], r["task_id"]): r["metrics"]["demo_words"] for r in recs}
     assert words == {("kind", "t0"): 5.0, ("kind", "t1"): 3.0, ("curt", "t0"): 1.0, ("curt", "t1"): 1.0}
-    assert all(r["metrics"]["demo_polite"] in (0.0, 1.0) for r in recs)
+    # judged by the plugin's engine (judge.engine=demo_echo): deterministic
+    polite = {(r["model_id"], r["task_id"]): r["metrics"]["demo_polite"] for r in recs}
+    assert polite == {("kind", "t0"): 1.0, ("kind", "t1"): 1.0, ("curt", "t0"): 0.0, ("curt", "t1"): 0.0}
     assert all(r["ragscale"]["details"]["demo_polite"]["polite"] in ("yes", "no") for r in recs)
     # summarised and ranked (demo_words has no direction: the judge's metric ranks)
     summary = json.loads((out / "summary.json").read_text())
@@ -145,6 +197,7 @@ def test_a_plugin_adds_a_metric_a_judge_and_a_sink(tmp_path, plugin_site):
     assert (out / "demo_counts.txt").read_text() == "4 records, 2 models\n"
     run_json = json.loads((out / "run.json").read_text())
     assert run_json["outputs"]["demo_counts"] == ["demo_counts.txt"] and "demo_counts.txt" in got["files"]
+    assert run_json["models"]["judge"]["engine"] == "demo_echo"
     # reported: the leaderboard and the HTML report show both metrics
     assert "demo_words" in (out / "leaderboard.md").read_text()
     html = (out / "report.html").read_text()

@@ -24,24 +24,29 @@ has ``model_name(kwargs)`` too: the name its Engine, built from ``resolve``'s ou
 ``Generation`` and the message check every engine applies before sending (``safe_messages``,
 ``neutralize_control_tokens``: chat-template control tokens in untrusted text) live in
 ``generation`` and are re-exported here.
+
+Engines are looked up by name in the registry (ragscale/registry.py, kind ``engine``), where each
+is registered by its module's path and imported on first use: ragscale's own below
+(:data:`ENGINES`), another package's by ``register("engine", name, lazy="its.module")``.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Mapping
 
 from ragscale.actors.engines.generation import Generation, neutralize_control_tokens, safe_messages  # noqa: F401 - re-exported
 from ragscale.errors import UserError, did_you_mean
+from ragscale.registry import REGISTRY
 
-# engine name -> module under actors.engines
+# ragscale's engines: name -> module under actors.engines
 ENGINES = {"llama.cpp": "llamacpp", "vllm": "vllm_engine", "openai": "openai_compat"}
+for _name, _module_name in ENGINES.items():
+    REGISTRY.register("engine", _name, lazy=f"{__name__}.{_module_name}")
 
 
 def _module(engine: str) -> Any:
-    if engine not in ENGINES:
-        raise UserError(f"unknown judge engine {engine!r}{did_you_mean(engine, ENGINES)}; engines are {', '.join(ENGINES)}")
-    return importlib.import_module(f"ragscale.actors.engines.{ENGINES[engine]}")
+    """The engine's module (imported now); an unknown name is the registry's one-line UserError."""
+    return REGISTRY.get("engine", engine)
 
 
 def resolve(conf: Mapping[str, Any], pool: Mapping[str, Any]) -> dict:
