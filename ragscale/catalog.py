@@ -1,5 +1,5 @@
-"""The metric catalog as a table: ``ragscale.metrics()`` (a pandas DataFrame) and the
-``ragscale metrics [--family F]`` command. One row per metric, read from the catalog
+"""The metric catalog as a table: ``ragscale.metrics()`` (a pandas DataFrame) and the rows and text
+table that ``ragscale metrics [--family F]`` prints (ragscale.commands.metrics). One row per metric, read from the catalog
 (ragscale.metrics.registry): its name, the aliases it is also known by, its family (the step
 that computes it), its stage, whether a judge computes it, what it needs besides the answer,
 its direction, range and short label, and the reference it follows.
@@ -7,7 +7,6 @@ its direction, range and short label, and the reference it follows.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Sequence
 
 COLUMNS = ("name", "aliases", "family", "stage", "judge", "needs", "higher_is_better", "range", "label", "reference")
@@ -66,34 +65,3 @@ def format_rows(items: Sequence[dict]) -> str:
     widths = [min(max(len(row[i]) for row in table), 48) for i in range(len(shown))]
     lines = ["  ".join(cell[:w].ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
-
-
-def main(argv: Sequence[str] | None = None, prog: str = "ragscale metrics") -> int:
-    """``ragscale metrics [--family F] [--json]``: every metric a run can compute, and its names."""
-    from ragscale.errors import OneLineParser, UserError
-
-    p = OneLineParser(prog=prog, description="List the metrics ragscale computes: their names and aliases (any of "
-                      "them works in metrics=[...] and ragscale.evaluate(metrics=...)), family, whether a judge "
-                      "computes them, what they need besides the answer, direction and range.")
-    p.add_argument("--family", help="only this family (step), e.g. algorithmic, ragas, custom")
-    p.add_argument("--json", action="store_true", help="one JSON object per metric, all columns")
-    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
-    try:
-        items = rows(args.family)
-    except UserError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-    if args.json:
-        import json
-
-        for r in items:
-            print(json.dumps(r, ensure_ascii=False))
-        return 0
-    print(format_rows(items))
-    print(f"\n{len(items)} metrics. Choose them by name: ragscale run input=FILE 'metrics=[faithfulness,RougeL]', "
-          "or ragscale.evaluate(data, metrics=[...]); docs/metrics.md defines each.")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(prog="python -m ragscale.catalog"))

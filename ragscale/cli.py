@@ -1,20 +1,16 @@
-"""The ``ragscale`` command: ``run`` (Hydra overrides, ``-m`` for sweeps), ``scenarios``,
-``metrics``, ``plot``, ``report``, ``agree``, ``compare``, ``calibrate``, ``prompts``. A thin layer
-over ragscale.driver / ragscale.report: every subcommand is also ``python -m ragscale.<name>``
-(``prompts``: ``python -m ragscale.dryrun``).
-
-The overrides are checked before Hydra sees them (ragscale.overrides): secrets refused in every
-mode, and a bad override is one line in the user's words (exit code 2) for a single run and for
-each value of a sweep, before Hydra writes ``.hydra/`` or ``multirun.yaml``.
+"""The ``ragscale`` command: dispatches to its subcommands, one module each in ragscale.commands
+(run, scenarios, metrics, report, agree, compare, calibrate, plot, prompts). ``ragscale
++scenario=mtrag ...`` (overrides with no command) is ``ragscale run``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
-from ragscale.errors import OneLineParser, UserError, did_you_mean
+from ragscale.commands import run
+from ragscale.errors import UserError, did_you_mean
 
 USAGE = """usage: ragscale COMMAND [ARGS]
 
@@ -36,213 +32,14 @@ COMMAND_HINTS = {"evaluate": ("run", "ragscale run evaluates"), "eval": ("run", 
                  "score": ("run", "ragscale run evaluates"), "ls": ("metrics", "ragscale metrics lists them"),
                  "list": ("metrics", "ragscale metrics lists them")}
 
-# the keys a user sets most, as `ragscale run --help` shows them (docs/configuration.md: all of them)
-MAIN_KEYS = (
-    ("+scenario=NAME", "what to compute (the scenarios above); optional with metrics=[...]"),
-    ("input=PATH", "your data: a file, a glob, a directory or [a,b] (default: the scenario's sample)"),
-    ("output_dir=DIR", "where the run writes (default outputs/<scenario>/<time>); the same DIR resumes"),
-    ("limit=N", "the first N records of the run (all inputs, whole tasks first: every model's answer to a task)"),
-    ("metrics=[a,b]", "metrics by name or alias (ragscale metrics lists them)"),
-    ("columns.<field>=NAME", "your column for a field (or input.columns.<field>=NAME), a field one of\n{fields}"),
-    ("judge=NAME", "the judge engine (above); judge.model=PATH_OR_ID its model"),
-    ("steps=[a,b]", "run only these steps of the scenario (ragscale scenarios lists them)"),
-    ("overwrite=true", "start afresh in an output_dir that holds a previous run"),
-    ("cluster=NAME", "where the work runs (above)"),
-    ("encoder=NAME", "the BERTScore encoder (ragscale/conf/encoder/)"),
-    ("+judge_panel=NAME", "a panel of judges for RB_llm (ragscale/conf/judge_panel/)"),
-    ("tracking=mlflow", "log the run to MLflow"),
-    ("progress=lines", "auto, bars, lines or off"),
-)
-
-# Hydra's flags: those that take no value are moved before the overrides (so that `-m` may stand
-# anywhere on the line: argparse rejects overrides on both sides of a flag); those with a value
-# travel with it
-_BARE_FLAGS = ("-m", "--multirun", "-r", "--run", "--resolve", "-h", "--help", "--hydra-help", "--version")
-_VALUE_FLAGS = ("-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-cn", "--config-name", "-cd",
-                "--config-dir", "--experimental-rerun", "-sc", "--shell-completion")
-_INFO_FLAGS, _INFO_VALUES = ("-i", "--info"), ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
-# Hydra runs in one of these modes (one at a time)
-_MODE_FLAGS = ("-r", "--run", "-m", "--multirun", "-c", "--cfg", "-i", "--info", "-sc", "--shell-completion")
-# flags that read another config, or print Hydra's own information: the overrides are not composed here
-_NO_COMPOSE = ("-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir", "--experimental-rerun",
-               "-sc", "--shell-completion", "--hydra-help", "--version", *_INFO_FLAGS)
-
-
-def split_flags(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(Hydra's flags with their values, the overrides) of a ``ragscale run`` command line."""
-    flags: list[str] = []
-    overrides: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        name = a.split("=", 1)[0] if a.startswith("--") else a
-        if a in _BARE_FLAGS or (name in _VALUE_FLAGS + _INFO_FLAGS and "=" in a):
-            flags.append(a)
-        elif a in _VALUE_FLAGS or a in _INFO_FLAGS:
-            takes = a in _VALUE_FLAGS or (i + 1 < len(argv) and argv[i + 1] in _INFO_VALUES)
-            flags.extend(argv[i:i + 2] if takes else [a])
-            i += 1 if takes else 0
-        elif a.startswith("-") and "=" not in a:
-            raise UserError(f"unknown option {a!r} (ragscale run --help lists the options)")
-        else:
-            overrides.append(a)
-        i += 1
-    return flags, overrides
-
-
-def _table(rows: Sequence[tuple[str, str]], indent: str = "  ") -> list[str]:
-    """Two aligned columns; a description's further lines are indented under its first."""
-    width = max(len(a) for a, _ in rows) + 2
-    return [f"{indent}{a.ljust(width)}{b}".replace("\n", "\n" + " " * (len(indent) + width)) for a, b in rows]
-
-
-def run_help(prog: str = "ragscale run") -> str:
-    """``ragscale run --help``: what a user picks (scenarios, judges, clusters) and the main keys."""
-    from ragscale.columns import FIELDS
-    from ragscale.overrides import group_options
-
-    keys = [(k, d.format(fields=", ".join(FIELDS))) for k, d in MAIN_KEYS]
-    return "\n".join([
-        f"usage: {prog} [+scenario=NAME] [metrics=[a,b]] [input=PATH] [output_dir=DIR] [key=value ...] [-m]", "",
-        "Evaluates the answers in input with a scenario's metrics or the metrics you name; any key=value",
-        "overrides the configuration, -m runs one job per value of a sweep (limit=10,100 judge=local,openai).", "",
-        "scenarios (+scenario=NAME; ragscale scenarios shows their steps and samples):",
-        *_table(list(group_options("scenario").items())), "",
-        "judge engines (judge=NAME, default local):", *_table(list(group_options("judge").items())), "",
-        "cluster profiles (cluster=NAME, default local):", *_table(list(group_options("cluster").items())), "",
-        "main keys:", *_table(keys), "",
-        "metrics: ragscale metrics lists every metric (name, aliases, family, what it needs).",
-        "every key and the override syntax: docs/configuration.md; other flags: --hydra-help.",
-    ])
-
-
-def _scenario(name: str) -> Any:
-    """A scenario's yaml merged over the scenarios it extends (its defaults list)."""
-    from omegaconf import OmegaConf
-
-    from ragscale.overrides import CONF_DIR
-
-    cfg = OmegaConf.load(os.path.join(CONF_DIR, "scenario", f"{name}.yaml"))
-    parents = [d for d in cfg.get("defaults") or [] if isinstance(d, str) and d != "_self_"]
-    return OmegaConf.merge(*[_scenario(p) for p in parents], cfg)
-
-
-def scenarios_main(argv: Sequence[str] = ()) -> int:
-    """``ragscale scenarios``: each scenario, what it computes, its steps and its bundled sample."""
-    from ragscale.overrides import group_options
-
-    OneLineParser(prog="ragscale scenarios", description="The scenarios a run picks with +scenario=NAME: what "
-                  "each computes, its steps and the sample it runs without input=.").parse_args(argv)
-    rows = []
-    for name, description in group_options("scenario").items():
-        cfg = _scenario(name)
-        rows += [(name, description), ("", f"steps: {', '.join(cfg.get('steps') or [])}; sample: {cfg.get('sample')}")]
-    print("\n".join(_table(rows, indent="")))
-    print("\nrun one: ragscale run +scenario=NAME [input=...] (ragscale metrics lists their metrics)")
-    return 0
-
-
-def metrics_main(argv: Sequence[str] = ()) -> int:
-    """``ragscale metrics [--family F]``: the metric catalog (ragscale.catalog)."""
-    from ragscale.catalog import main as catalog_main
-
-    return catalog_main(list(argv))
-
-
-def _job(cfg: Any, prog: str) -> int:
-    """One Hydra job: a run in its own output directory (a sweep's ``<output_dir>/<job number>``)."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-    from omegaconf import open_dict
-
-    from ragscale.exitcodes import INTERRUPTS
-    from ragscale.driver import execute
-
-    hc = HydraConfig.get()
-    if hc.mode == RunMode.MULTIRUN:
-        with open_dict(cfg):
-            cfg.output_dir = hc.runtime.output_dir
-        print(f"[ragscale] job {hc.job.num}: {' '.join(hc.overrides.task)} -> {cfg.output_dir}", flush=True)
-    try:
-        code = execute(cfg)
-    except UserError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 - one job's crash must not end a sweep
-        print(f"{prog}: error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    if code in INTERRUPTS:  # a signal stops the whole command: a sweep starts no further job
-        raise _Stopped(code)
-    return code
-
-
-class _Stopped(BaseException):
-    """A job stopped by a signal (its code in ``args[0]``); a BaseException, which Hydra lets through."""
-
-
-def run_main(argv: Sequence[str], prog: str = "ragscale run") -> int:
-    """``ragscale run`` / ``python -m ragscale.run``: Hydra's command line over ragscale.driver.
-    Returns 0 when every job scored every record, else the worst job's code (ragscale.exitcodes.worst)."""
-    import hydra
-
-    from ragscale.config import register
-    from ragscale.exitcodes import worst
-    from ragscale.io.lock import acquire, planned_dir, release
-    from ragscale.overrides import CONF_DIR, check_overrides, check_sweep, normalize, refuse_secrets
-
-    lock_dir = None
-    try:
-        flags, overrides = split_flags(argv)
-        if "-h" in flags or "--help" in flags:
-            print(run_help(prog))
-            return 0
-        modes = [f for f in flags if f.split("=")[0] in _MODE_FLAGS]
-        if len(modes) > 1:
-            raise UserError(f"{' and '.join(modes)} cannot be combined: give one of -m, --cfg, --info")
-        if any(f.split("=")[0] in _NO_COMPOSE for f in flags):
-            refuse_secrets(overrides)
-        elif "-m" in flags or "--multirun" in flags:
-            check_sweep(overrides)
-        else:  # one run: its output_dir locked before Hydra writes .hydra/ there (ragscale.io.lock)
-            lock_dir = planned_dir(check_overrides(overrides))
-            if lock_dir:
-                acquire(lock_dir)
-    except UserError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-    register()
-    codes: list[int] = []
-
-    @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-    def _task(cfg: Any) -> None:
-        codes.append(_job(cfg, prog))
-
-    saved = sys.argv
-    sys.argv = [prog, *flags, *normalize(overrides)]
-    try:
-        _task()
-    except _Stopped as e:
-        codes.append(e.args[0])
-    except SystemExit as e:  # Hydra's own exits (--cfg, --info, a sweeper's error)
-        return e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.argv = saved
-        if lock_dir:
-            release(lock_dir)
-    if len(codes) > 1:
-        failed = sum(c != 0 for c in codes)
-        print(f"[ragscale] {len(codes)} jobs, {failed} failed", flush=True)
-    return worst(codes)  # ragscale.exitcodes.SEVERITY: a refused job outranks a crash, a crash failed records
-
 
 def subcommands() -> dict[str, Callable[[Sequence[str]], int]]:
     """The ``ragscale`` subcommands by name (each takes its arguments, returns its exit code)."""
-    from ragscale import agree, calibrate, compare, dryrun, plot
-    from ragscale.report import __main__ as report
+    from ragscale.commands import agree, calibrate, compare, metrics, plot, prompts, report, scenarios
 
-    return {"run": run_main, "scenarios": scenarios_main, "metrics": metrics_main, "plot": plot.main,
+    return {"run": run.main, "scenarios": scenarios.main, "metrics": metrics.main, "plot": plot.main,
             "report": report.main, "agree": agree.main, "compare": compare.main, "calibrate": calibrate.main,
-            "prompts": dryrun.main}
+            "prompts": prompts.main}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -262,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"ragscale: error: {e}", file=sys.stderr)
         sys.exit(2)
     if "=" in argv[0] or argv[0].startswith("-"):  # `ragscale +scenario=mtrag ...`: the run command
-        sys.exit(run_main(argv, prog="ragscale"))
+        sys.exit(run.main(argv, prog="ragscale"))
     if argv[0] in COMMAND_HINTS:
         command, why = COMMAND_HINTS[argv[0]]
         hint = f" (did you mean {command!r}? {why})"

@@ -1,5 +1,5 @@
 """``python -m ragscale.run +scenario=mtrag [input=...] [output_dir=...] [-m ...]``: the run
-command (the same as ``ragscale run``; see ragscale.cli). ``execute``, ``compose`` and
+command (the same as ``ragscale run``; ragscale.commands.run). ``execute``, ``compose`` and
 ``plan_run`` are importable from here as before."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ __all__ = ["compose", "execute", "plan_run", "validate", "main"]
 
 
 def main() -> None:
-    from ragscale.cli import run_main
+    """Entry point of ``python -m ragscale.run``."""
+    from ragscale.commands.run import main as run_main
 
     sys.exit(run_main(sys.argv[1:], prog="python -m ragscale.run"))
 

@@ -1,7 +1,7 @@
-"""``python -m ragscale.dryrun``: the same as ``ragscale prompts``."""
+"""``python -m ragscale.dryrun``: the same as ``ragscale prompts`` (ragscale.commands.prompts)."""
 
 import sys
 
-from ragscale.dryrun import main
+from ragscale.commands.prompts import main
 
 sys.exit(main())

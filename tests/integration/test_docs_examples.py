@@ -210,7 +210,7 @@ def test_inputs_needs_table_is_the_catalog():
     documented = {}
     for needs, names in re.findall(r"(?m)^\| ([a-z, ]+) \| (`.*`) \|$", section):
         documented[frozenset(needs.split(", "))] = set(re.findall(r"`([^`]+)`", names))
-    rows = subprocess.run([sys.executable, "-m", "ragscale.catalog", "--json"], cwd=ROOT, capture_output=True,
+    rows = subprocess.run([sys.executable, "-m", "ragscale.commands.metrics", "--json"], cwd=ROOT, capture_output=True,
                           text=True, check=True).stdout.splitlines()
     catalog: dict = {}
     for row in map(json.loads, rows):

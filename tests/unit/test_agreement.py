@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from conftest import ROOT, reference_source
-from ragscale.agree import main
+from ragscale.commands.agree import main
 from ragscale.errors import UserError
 from ragscale.report import agreement as ag
 from ragscale.stats.intervals import rng_arg

@@ -1,6 +1,7 @@
-"""``ragscale metrics`` (ragscale.catalog, issue 37): the JSON lines are the catalog's rows, the text
-table has one line per metric under its header with the cells as documented (a range ``0..1``, a
-boolean yes/no, a missing value ``-``), a family narrows it, an unknown family is one line, exit 2."""
+"""``ragscale metrics`` (ragscale.commands.metrics over ragscale.catalog, issue 37): the JSON lines
+are the catalog's rows, the text table has one line per metric under its header with the cells as
+documented (a range ``0..1``, a boolean yes/no, a missing value ``-``), a family narrows it, an
+unknown family is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -9,18 +10,19 @@ import json
 import pytest
 
 from ragscale import catalog
+from ragscale.commands import metrics as command
 from ragscale.metrics.registry import catalog as specs
 
 
 def test_json_lines_are_the_rows(capsys):
-    assert catalog.main(["--json"]) == 0
+    assert command.main(["--json"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert lines == json.loads(json.dumps(catalog.rows())) and [r["name"] for r in lines] == list(specs())
     assert set(lines[0]) == set(catalog.COLUMNS)
 
 
 def test_the_text_table(capsys):
-    assert catalog.main(["--family", "custom"]) == 0
+    assert command.main(["--family", "custom"]) == 0
     out = capsys.readouterr().out.splitlines()
     rows = catalog.rows("custom")
     assert out[0].split() == ["name", "aliases", "family", "judge", "needs", "higher", "is", "better", "range"]
@@ -52,7 +54,7 @@ def test_families_and_aliases():
 
 
 def test_an_unknown_family_is_one_line(capsys):
-    assert catalog.main(["--family", "algoritmic"]) == 2
+    assert command.main(["--family", "algoritmic"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("ragscale metrics: error: unknown family 'algoritmic'") and "algorithmic" in err
     assert "\n" not in err

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import ROOT
 from ragscale.cli import main as cli_main
-from ragscale.compare import compare_runs, main
+from ragscale.commands.compare import main
+from ragscale.report.compare import compare_runs
 
 
 def write_run(path, model, values, *, key="task_id", summary=True, metric="RB_agg"):

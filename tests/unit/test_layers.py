@@ -3,7 +3,8 @@ function) and on what importing the pure modules loads.
 
 record/row/record_fields/metrics/judges/io: pure (no Ray, torch, vLLM or transformers; no pipeline, report,
 actors); stats/: pure and reads no records (numbers in, numbers out); actors/ (workers): no pipeline, no report, no Ray; pipeline/: no report; report/:
-no pipeline, actors, Ray or torch. Only cli/api/plan/driver know everything.
+no pipeline, actors, Ray or torch. Only cli/commands/api/plan/driver know everything; no layer imports the
+command line (cli, commands/) but a package's ``__main__`` entry point.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ RULES = {
     "record.py": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "row.py": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "record_fields.py": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
+    "registry.py": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
+    "stage_kinds.py": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),  # the workers import it
     "metrics": ("ray", "vllm", "llama_cpp", "ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "judges": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
     "io": HEAVY + ("ragscale.pipeline", "ragscale.report", "ragscale.actors"),
@@ -36,6 +39,10 @@ RULES = {
     "pipeline": ("ragscale.report",),
     "report": ("ray", "torch", "vllm", "llama_cpp", "ragscale.pipeline", "ragscale.actors"),
 }
+# the command line: the ``ragscale`` dispatcher and its subcommands. Like api, plan and driver it may import
+# any layer (no rule of its own); the layers above never import it, except a package's __main__.py
+# (``python -m ragscale.report``: the command's entry point, a shim over ragscale.commands)
+COMMAND_LINE = ("ragscale.cli", "ragscale.commands")
 # torch/transformers may be imported by metrics/ only inside functions (HHEM and model location helpers)
 MODULE_LEVEL_ONLY = {"metrics": ("torch", "transformers")}
 
@@ -68,9 +75,24 @@ def _hits(module: str, prefixes: tuple[str, ...]) -> bool:
 def test_layer_imports_nothing_above_it(layer):
     bad = []
     for path in files_of(layer):
+        entry = os.path.basename(path) == "__main__.py"
         for module, at_top in imports(path):
-            if _hits(module, RULES[layer]) or (at_top and _hits(module, MODULE_LEVEL_ONLY.get(layer, ()))):
+            if (_hits(module, RULES[layer]) or (not entry and _hits(module, COMMAND_LINE))
+                    or (at_top and _hits(module, MODULE_LEVEL_ONLY.get(layer, ())))):
                 bad.append(f"{os.path.relpath(path, ROOT)} imports {module}")
+    assert not bad, "\n".join(bad)
+
+
+# the ``python -m ragscale.<name>`` shims over ragscale.commands (docs/configuration.md's commands table)
+ENTRY_SHIMS = ("run.py", "agree.py", "calibrate.py", "compare.py", "plot.py")
+
+
+def test_only_the_command_line_and_its_entry_points_import_it():
+    """The command line (cli.py, commands/) sits on top: a library module never calls back into it."""
+    top = ("cli.py", "commands", *ENTRY_SHIMS)
+    bad = [f"{os.path.relpath(p, ROOT)} imports {m}" for d in os.listdir(PKG) if d not in top
+           for p in files_of(d) if p.endswith(".py") and os.path.basename(p) != "__main__.py"
+           for m, _ in imports(p) if _hits(m, COMMAND_LINE)]
     assert not bad, "\n".join(bad)
 
 

@@ -130,7 +130,7 @@ def test_an_unknown_command_is_one_line(capsys):
 
 def test_the_same_line_from_the_dry_run_and_the_python_api(tmp_path, capsys, monkeypatch):
     import ragscale
-    from ragscale.dryrun import main as prompts_main
+    from ragscale.commands.prompts import main as prompts_main
 
     monkeypatch.chdir(tmp_path)
     assert prompts_main(["+scenario=custom", "limt=3", "--out", str(tmp_path / "p.jsonl")]) == 2

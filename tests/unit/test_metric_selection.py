@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import ragscale
-from ragscale.catalog import COLUMNS, main as metrics_main, rows
+from ragscale.catalog import COLUMNS, rows
+from ragscale.commands.metrics import main as metrics_main
 from ragscale.errors import UserError
 from ragscale.metrics.registry import NEEDS, accepted_names, canonical, catalog, lookup, select
 

@@ -319,7 +319,7 @@ def test_an_interrupted_run_exits_128_plus_the_signal():
 SWEEP = """
 import sys
 from ragscale import driver
-from ragscale.cli import run_main
+from ragscale.commands.run import main as run_main
 
 jobs = []
 

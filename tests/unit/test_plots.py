@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ragscale.plot import main as plot_main
+from ragscale.commands.plot import main as plot_main
 from ragscale.report import plots
 from ragscale.report.summary import record_scalar
 
@@ -253,7 +253,7 @@ def test_report_streams_bounded_and_escapes(tmp_path, monkeypatch):
 
 
 def test_report_cli_errors(tmp_path, capsys):
-    from ragscale.report.__main__ import main as report_main
+    from ragscale.commands.report import main as report_main
 
     assert report_main([str(tmp_path / "missing")]) == 2
     assert "does not exist" in one_line_error(capsys)

@@ -15,7 +15,8 @@ from ragscale.actors.engines import model_name, resolve
 from ragscale.judges import faithfulness, idk, radbench
 from ragscale.judges.base import cache_key
 from ragscale.judges.cache import JudgeCache
-from ragscale.dryrun import (UMBRELA_GRADE, DryJudges, JudgeTotals, cost, format_table, main,
+from ragscale.commands.prompts import main
+from ragscale.dryrun import (UMBRELA_GRADE, DryJudges, JudgeTotals, cost, format_table,
                               sentences)
 from ragscale.record import read_record
 
@@ -252,9 +253,10 @@ def test_command_line(tmp_path, capsys):
         assert main([*argv, "--out", str(tmp_path / "x.jsonl")]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    from ragscale import cli, dryrun
+    from ragscale import cli
+    from ragscale.commands import prompts
 
-    assert cli.subcommands()["prompts"] is dryrun.main and "ragscale prompts" in cli.USAGE
+    assert cli.subcommands()["prompts"] is prompts.main and "ragscale prompts" in cli.USAGE
 
 
 def test_the_dry_run_needs_no_api_key_and_the_run_does(tmp_path, capsys, monkeypatch):
