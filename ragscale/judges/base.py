@@ -192,6 +192,11 @@ def drive(run: JudgeRun, respond: Callable[[JudgePrompt], str],
         return stop.value
 
 
+def probe_turns(u: str) -> list[dict]:
+    """A conversation whose every turn is ``u`` (user, agent, user): a judge's ``probe`` input."""
+    return [{"speaker": "user", "text": u}, {"speaker": "agent", "text": u}, {"speaker": "user", "text": u}]
+
+
 @dataclass(frozen=True)
 class JudgeSpec:
     """A judge as the registry holds it. ``start(inp: JudgeInput, **options) -> JudgeRun`` starts
@@ -212,6 +217,12 @@ class JudgeSpec:
     reference_version: str | None = None
     # the dry run's estimate of one answer's tokens (ragscale prompts; capped at a prompt's max_tokens)
     completion_tokens: int = 100
+    # the prompt-injection check (tests/unit/test_prompt_injection.py): ``probe(u)`` renders the
+    # judge's prompts with the text ``u`` in every untrusted slot; ``delimiters`` says what keeps ``u``
+    # in its place: ("markers", template) its template's section markers (templates.MARKERS),
+    # ("tags", None) fenced blocks, ("json", None) ragas' JSON input
+    probe: Callable[[str], list] | None = None
+    delimiters: tuple[str, str | None] = ("tags", None)
 
     def __post_init__(self) -> None:
         if not self.metrics:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragscale.judges.templates import Markers, declare_markers
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object)
 from ragscale.judges.judge_input import JudgeInput
@@ -143,5 +144,8 @@ declare(*(MetricSpec(name, "judge", "citation", scalar=True, short=short, needs=
           for name, short in zip(METRICS, ("CitP", "CitR", "CitF1"))))
 
 
+declare_markers("orag_citation_v1", Markers(labels=("Statement:", "Citation:")))
+
 JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), reference_version=REFERENCE_VERSION,
-                         completion_tokens=10),)
+                         completion_tokens=10, probe=lambda u: [render(u, u)],
+                         delimiters=("markers", "orag_citation_v1")),)

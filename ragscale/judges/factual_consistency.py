@@ -68,4 +68,4 @@ declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ",
                    reference="ragscale: a judge-based stand-in, never a silent HHEM substitute (opt-in)"))
 
 
-JUDGE_SPECS = (JudgeSpec(NAME, METRIC, VERSION, start, completion_tokens=80),)
+JUDGE_SPECS = (JudgeSpec(NAME, METRIC, VERSION, start, completion_tokens=80, probe=lambda u: [render([u, u], u)]),)

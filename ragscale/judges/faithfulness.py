@@ -172,4 +172,5 @@ declare(MetricSpec("RL_F", "judge", "ragas", needs=("question", "contexts"), ali
 
 
 JUDGE_SPECS = (JudgeSpec(NAME, "RL_F", VERSION, from_record, reference_version=REFERENCE_VERSION,
-                         completion_tokens=150),)
+                         completion_tokens=150, delimiters=("json", None),
+                         probe=lambda u: [statements_prompt(u, u), verdicts_prompt(u, [u, u])]),)

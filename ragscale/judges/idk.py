@@ -19,6 +19,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragscale.judges import mtrag_reference as ref
+from ragscale.judges.templates import Markers, declare_markers
+from ragscale.judges.base import probe_turns
 from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.judge_input import JudgeInput, Turn, inquiry
 from ragscale.judges.templates import load_template, neutralize
@@ -77,5 +79,8 @@ def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> "
     return single(render(inp.turns, inp.prediction), parse)
 
 
+declare_markers("mtrag_idk_v1", Markers(inline=("[Inquiry]", "[Response]", "[Output]")))
+
 JUDGE_SPECS = (JudgeSpec(NAME, "idk_eval", VERSION, _start, reference_version=REFERENCE_VERSION,
-                         completion_tokens=8),)
+                         completion_tokens=8, probe=lambda u: [render(probe_turns(u), u)],
+                         delimiters=("markers", "mtrag_idk_v1")),)

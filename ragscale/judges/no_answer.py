@@ -34,6 +34,7 @@ open-rag-eval, here ``answered`` only.
 
 from __future__ import annotations
 
+from ragscale.judges.templates import Markers, declare_markers
 from ragscale.judges.base import JudgeSpec, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined, load_json_object
 from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.umbrela import ORAG_SKIPPED, OragOutput, orag_messages, reference_prompt
@@ -105,5 +106,8 @@ def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> J
     return (yield from start(inp, protocol))
 
 
+declare_markers("orag_no_answer_v1", Markers(labels=("Query:", "Answer:", "Your Response:")))
+
 JUDGE_SPECS = (JudgeSpec(NAME, "answered", VERSION, _start, reference_version=REFERENCE_VERSION,
-                         completion_tokens=10),)
+                         completion_tokens=10, probe=lambda u: [render(u, u)],
+                         delimiters=("markers", "orag_no_answer_v1")),)

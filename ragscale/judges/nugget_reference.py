@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ragscale.judges.templates import Markers, declare_markers
 from ragscale.judges.base import JudgePrompt
 from ragscale.judges.nugget_prompts import MAX_NUGGETS, NAME
 from ragscale.judges.umbrela import OragOutput, reference_prompt
@@ -16,6 +17,10 @@ NUGGETS_OUTPUT = OragOutput("Nuggets", "nuggets", many=True)
 IMPORTANCE_OUTPUT = OragOutput("NuggetImportance", "importance", IMPORTANCES, "NuggetImportanceValues", many=True)
 ASSIGNMENT_OUTPUT = OragOutput("NuggetAssignment", "assignment", tuple(ASSIGNMENT_SCORES), "NuggetAssignmentValues",
                                many=True)
+declare_markers("orag_nuggets_create_v1", Markers(labels=("Search Query:", "Context:", "Initial Nugget List:",
+                                                          "Initial Nugget List Length:", "Updated Nugget List:")))
+declare_markers("orag_nuggets_importance_v1", Markers(labels=("Search Query:", "Nugget List:", "Labels:")))
+declare_markers("orag_nuggets_assign_v1", Markers(labels=("Search Query:", "Passage:", "Nugget List:", "Labels:")))
 _CREATE_TAIL = "\n        "  # _NUGGET_CREATION_PROMPT's source string ends with 8 spaces, the others with 4
 
 

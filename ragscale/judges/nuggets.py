@@ -225,5 +225,13 @@ declare(*(MetricSpec(name, "judge", "nuggets", scalar=True, requires=("umbrela_s
                      reference="castorini/nuggetizer, vectara/open-rag-eval open_rag_eval/metrics/autonugget_metric.py") for name in METRICS))
 
 
+def _probe(u: str) -> list:
+    """The constrained prompts with ``u`` in every untrusted slot (the nugget lists are the judge's
+    own outputs, bounded by its schema: not untrusted input)."""
+    nugget = "The library opens at 9"
+    return [constrained.render_create(u, [u, u], [nugget]), constrained.render_importance(u, [nugget]),
+            constrained.render_assign(u, u, [nugget])]
+
+
 JUDGE_SPECS = (JudgeSpec(NAME, METRICS[0], VERSION, start, tuple(METRICS), after=("umbrela",),
-                         reference_version=REFERENCE_VERSION, completion_tokens=100),)
+                         reference_version=REFERENCE_VERSION, completion_tokens=100, probe=_probe),)

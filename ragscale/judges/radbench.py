@@ -26,6 +26,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragscale.judges import mtrag_reference as ref
+from ragscale.judges.templates import Markers, declare_markers
+from ragscale.judges.base import probe_turns
 from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, Undefined, load_json_object
 from ragscale.judges.judge_input import JudgeInput, Turn
 from ragscale.judges.templates import neutralize
@@ -131,5 +133,10 @@ def _reference(turns: Sequence[Turn], reference: str, documents: Sequence[str], 
     return (yield prompt, ref.extract_rating)
 
 
+_SECTIONS = ("Previous Conversation", "Current Turn Question", "Reference Answer", "Assistant's Answer", "Document")
+declare_markers("radbench", Markers(inline=("[Instruction]", "[Faithfulness]", "[Appropriateness]", "[Completeness]",
+                                            *(f"[The {edge} of {s}]" for s in _SECTIONS for edge in ("Start", "End")))))
+
 JUDGE_SPECS = (JudgeSpec(NAME, "RB_llm", VERSION, _start, reference_version=REFERENCE_VERSION,
-                         completion_tokens=120),)
+                         completion_tokens=120, probe=lambda u: [render(probe_turns(u), u, [u, u], u)],
+                         delimiters=("markers", "radbench")),)

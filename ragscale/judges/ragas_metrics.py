@@ -306,9 +306,9 @@ declare(*(MetricSpec(name, "judge", "ragas", scalar=True, needs=needs, aliases=a
 
 JUDGE_SPECS = (
     JudgeSpec(ANSWER_RELEVANCY, "answer_relevancy", VERSION, answer_relevancy, reference_version=REFERENCE_VERSION,
-              completion_tokens=40),
+              completion_tokens=40, probe=lambda u: [relevance_prompt(u)], delimiters=("json", None)),
     JudgeSpec(CONTEXT_PRECISION, "context_precision", VERSION, context_precision, reference_version=REFERENCE_VERSION,
-              completion_tokens=60),
+              completion_tokens=60, probe=lambda u: [precision_prompt(u, u, u)], delimiters=("json", None)),
     JudgeSpec(CONTEXT_RECALL, "context_recall", VERSION, context_recall, reference_version=REFERENCE_VERSION,
-              completion_tokens=100),
+              completion_tokens=100, probe=lambda u: [recall_prompt(u, u, u)], delimiters=("json", None)),
 )

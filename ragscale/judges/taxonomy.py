@@ -203,7 +203,8 @@ def generation(inp: JudgeInput) -> JudgeRun:
 METRICS = {RETRIEVAL: RETRIEVAL_METRICS, GROUNDING: tuple(GROUNDING_METRICS), GENERATION: tuple(GENERATION_METRICS)}
 
 
-JUDGE_SPECS = tuple(JudgeSpec(name, metrics[0], VERSION, start, metrics, completion_tokens=60)
-                    for name, start, metrics in ((RETRIEVAL, retrieval, METRICS[RETRIEVAL]),
-                                                 (GROUNDING, grounding, METRICS[GROUNDING]),
-                                                 (GENERATION, generation, METRICS[GENERATION])))
+JUDGE_SPECS = tuple(JudgeSpec(name, metrics[0], VERSION, start, metrics, completion_tokens=60, probe=probe)
+                    for name, start, metrics, probe in (
+                        (RETRIEVAL, retrieval, METRICS[RETRIEVAL], lambda u: [chunk_prompt(u, u)]),
+                        (GROUNDING, grounding, METRICS[GROUNDING], lambda u: [answer_prompt(u, [u, u], u)]),
+                        (GENERATION, generation, METRICS[GENERATION], lambda u: [generation_prompt(u, u)])))

@@ -12,8 +12,8 @@ Two kinds of delimiters, two helpers:
   ``[Response]``, ``[Output]`` and RADBench's ``[The End of Assistant's Answer]``;
   open-rag-eval's ``Query:``, ``Passage:``, ``Your Response:`` lines; the underspecified
   judge's Markdown headings): ``neutralize(text, template)`` escapes, inside the untrusted text
-  only, the exact markers of that template (``MARKERS``: case-sensitive, spelled and spaced as
-  the template writes them), with a backslash after the first character of an inline marker
+  only, the exact markers of that template (``MARKERS``, declared by the judge module that
+  renders the template: case-sensitive, spelled and spaced as the template writes them), with a backslash after the first character of an inline marker
   (``[Output]`` -> ``[\\Output]``) or before a line's one (``Passage:`` -> ``\\Passage:``).
 
 Text that only resembles a marker (``[response]``, ``[the end of the season]``, ``passage:``)
@@ -47,26 +47,18 @@ class Markers(NamedTuple):
     lines: tuple[str, ...] = ()
 
 
-_RADBENCH_SECTIONS = ("Previous Conversation", "Current Turn Question", "Reference Answer", "Assistant's Answer",
-                      "Document")
-# The section markers of the verbatim reference templates (and RADBench's, written in radbench.py).
-# Only these strings, case-sensitive, are escaped in untrusted text (tests/unit/test_prompt_injection.py).
-MARKERS: dict[str, Markers] = {
-    "mtrag_idk_v1": Markers(inline=("[Inquiry]", "[Response]", "[Output]")),
-    "radbench": Markers(inline=("[Instruction]", "[Faithfulness]", "[Appropriateness]", "[Completeness]",
-                                *(f"[The {edge} of {s}]" for s in _RADBENCH_SECTIONS for edge in ("Start", "End")))),
-    "mtrag_underspecified_v1": Markers(labels=("Response:",), lines=(
-        "## Role", "## Input", "## Definition", "## Not clarification responses:", "## Output format")),
-    "umbrela_v1": Markers(labels=("Query:", "Passage:")),
-    "orag_citation_v1": Markers(labels=("Statement:", "Citation:")),
-    "orag_no_answer_v1": Markers(labels=("Query:", "Answer:", "Your Response:")),
-    # open-rag-eval's reference-protocol prompts (umbrela.py, nuggets.py)
-    "umbrela_new_v1": Markers(inline=("<query>", "</query>", "<passage>", "</passage>")),
-    "orag_nuggets_create_v1": Markers(labels=("Search Query:", "Context:", "Initial Nugget List:",
-                                              "Initial Nugget List Length:", "Updated Nugget List:")),
-    "orag_nuggets_importance_v1": Markers(labels=("Search Query:", "Nugget List:", "Labels:")),
-    "orag_nuggets_assign_v1": Markers(labels=("Search Query:", "Passage:", "Nugget List:", "Labels:")),
-}
+# template -> its section markers, declared by the judge module that renders the template
+# (``declare_markers``, next to its renderer). Only these strings, case-sensitive, are escaped in
+# untrusted text (tests/unit/test_prompt_injection.py); importing ragscale.judges declares them all.
+MARKERS: dict[str, Markers] = {}
+
+
+def declare_markers(template: str, markers: Markers) -> None:
+    """Declare ``template``'s section markers (once; the same markers again is a no-op)."""
+    if MARKERS.get(template, markers) != markers:
+        raise ValueError(f"template {template!r} has its section markers declared twice, differently")
+    MARKERS[template] = markers
+    marker_patterns.cache_clear()
 
 
 @functools.lru_cache(maxsize=None)

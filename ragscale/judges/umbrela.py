@@ -68,6 +68,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ragscale.judges.templates import Markers, declare_markers
 from ragscale.judges.base import (JudgeSpec, Failed, JudgeParseError, JudgePrompt, JudgeResult, JudgeRun, Undefined,
                                   load_json_object, loads_json)
 from ragscale.judges.judge_input import JudgeInput
@@ -277,5 +278,9 @@ declare(
 )
 
 
+declare_markers("umbrela_v1", Markers(labels=("Query:", "Passage:")))
+declare_markers("umbrela_new_v1", Markers(inline=("<query>", "</query>", "<passage>", "</passage>")))  # the reference protocol's
+
 JUDGE_SPECS = (JudgeSpec(NAME, "umbrela_scores", VERSION, start, ("umbrela_scores", "umbrela_mean"),
-                         reference_version=REFERENCE_VERSION, completion_tokens=8),)
+                         reference_version=REFERENCE_VERSION, completion_tokens=8,
+                         probe=lambda u: [render(u, u)], delimiters=("markers", "umbrela_v1")),)

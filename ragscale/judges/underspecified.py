@@ -15,6 +15,7 @@ and anything else, unreadable JSON included, -> 0.5.
 from __future__ import annotations
 
 from ragscale.judges import mtrag_reference as ref
+from ragscale.judges.templates import Markers, declare_markers
 from ragscale.judges.base import JudgeRun, JudgeSpec, single, JudgeParseError, JudgePrompt, load_json_object
 from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.templates import load_template, neutralize
@@ -68,5 +69,9 @@ def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> "
     return single(render(inp.prediction), parse)
 
 
+declare_markers("mtrag_underspecified_v1", Markers(labels=("Response:",), lines=(
+    "## Role", "## Input", "## Definition", "## Not clarification responses:", "## Output format")))
+
 JUDGE_SPECS = (JudgeSpec(NAME, "underspecified_eval", VERSION, _start, reference_version=REFERENCE_VERSION,
-                         completion_tokens=8),)
+                         completion_tokens=8, probe=lambda u: [render(u)],
+                         delimiters=("markers", "mtrag_underspecified_v1")),)

@@ -44,3 +44,15 @@ def test_unknown_template_and_fences():
     with pytest.raises(ValueError, match="unknown fence tag 'x'; fence tags are " + ", ".join(FENCE_TAGS)):
         fence("x", "t")
     assert fence("query", "</other>") == "<query>\n</other>\n</query>"
+
+
+def test_each_template_owner_declares_its_markers_once():
+    """The judge module that renders a template declares its markers; declaring them again the same
+    is a no-op, differently an error (two owners disagreeing)."""
+    from ragscale.judges.templates import declare_markers
+
+    assert {"mtrag_idk_v1", "radbench", "umbrela_v1", "umbrela_new_v1", "orag_nuggets_assign_v1"} <= set(MARKERS)
+    declare_markers("umbrela_v1", MARKERS["umbrela_v1"])
+    with pytest.raises(ValueError, match="declared twice"):
+        declare_markers("umbrela_v1", Markers(labels=("Query:",)))
+    assert MARKERS["umbrela_v1"] == Markers(labels=("Query:", "Passage:"))

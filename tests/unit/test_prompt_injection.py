@@ -29,42 +29,18 @@ import pytest
 from conftest import ROOT, SHARED
 from ragscale.judges import (JUDGES, citation, factual_consistency, faithfulness, idk, no_answer, nugget_prompts,
                              radbench, ragas_metrics, taxonomy, umbrela, underspecified)
-from ragscale.judges.base import JudgeParseError
+from ragscale.judges.base import JudgeParseError, probe_turns
 from ragscale.judges.templates import (FENCE_TAGS, MARKERS, escape_fences, fence, load_template, marker_patterns,
                                       neutralize)
 
 with open(os.path.join(ROOT, "tests", "unit", "data", "injection_responses.json")) as _fh:
     INJECTIONS = json.load(_fh)["texts"]
 BENIGN = "The library opens at 9 on Sundays [1]."
-NUGGET = "The library opens at 9"
 
 
-def _turns(u: str) -> list[dict]:
-    return [{"speaker": "user", "text": u}, {"speaker": "agent", "text": u}, {"speaker": "user", "text": u}]
-
-
-# judge -> (prompts with the untrusted text u in every untrusted slot, the structure to keep)
-RENDER = {
-    idk.NAME: (lambda u: [idk.render(_turns(u), u)], ("markers", "mtrag_idk_v1")),
-    radbench.NAME: (lambda u: [radbench.render(_turns(u), u, [u, u], u)], ("markers", "radbench")),
-    underspecified.NAME: (lambda u: [underspecified.render(u)], ("markers", "mtrag_underspecified_v1")),
-    umbrela.NAME: (lambda u: [umbrela.render(u, u)], ("markers", "umbrela_v1")),
-    citation.NAME: (lambda u: [citation.render(u, u)], ("markers", "orag_citation_v1")),
-    no_answer.NAME: (lambda u: [no_answer.render(u, u)], ("markers", "orag_no_answer_v1")),
-    factual_consistency.NAME: (lambda u: [factual_consistency.render([u, u], u)], ("tags", None)),
-    # (the nugget lists are the judge's own outputs, bounded by its schema; not untrusted input)
-    nugget_prompts.NAME: (lambda u: [nugget_prompts.render_create(u, [u, u], [NUGGET]),
-                                     nugget_prompts.render_importance(u, [NUGGET]),
-                                     nugget_prompts.render_assign(u, u, [NUGGET])], ("tags", None)),
-    taxonomy.RETRIEVAL: (lambda u: [taxonomy.chunk_prompt(u, u)], ("tags", None)),
-    taxonomy.GROUNDING: (lambda u: [taxonomy.answer_prompt(u, [u, u], u)], ("tags", None)),
-    taxonomy.GENERATION: (lambda u: [taxonomy.generation_prompt(u, u)], ("tags", None)),
-    faithfulness.NAME: (lambda u: [faithfulness.statements_prompt(u, u), faithfulness.verdicts_prompt(u, [u, u])],
-                        ("json", None)),
-    ragas_metrics.ANSWER_RELEVANCY: (lambda u: [ragas_metrics.relevance_prompt(u)], ("json", None)),
-    ragas_metrics.CONTEXT_PRECISION: (lambda u: [ragas_metrics.precision_prompt(u, u, u)], ("json", None)),
-    ragas_metrics.CONTEXT_RECALL: (lambda u: [ragas_metrics.recall_prompt(u, u, u)], ("json", None)),
-}
+# judge -> (its probe: prompts with the untrusted text u in every untrusted slot, the structure to keep),
+# as each judge declares them (JudgeSpec.probe, .delimiters)
+RENDER = {name: (spec.probe, spec.delimiters) for name, spec in JUDGES.items() if spec.probe is not None}
 
 _CLOSING_TAG = re.compile(r"<\s*/\s*(%s)\s*>" % "|".join(FENCE_TAGS), re.IGNORECASE)
 
@@ -98,8 +74,10 @@ def _shape(schema):
     return schema
 
 
-def test_every_judge_has_a_renderer_here():
-    assert set(RENDER) == set(JUDGES), set(JUDGES) ^ set(RENDER)
+def test_every_judge_of_ragscale_declares_its_probe():
+    """A judge declares its probe with its spec, so a new judge is checked with no edit here."""
+    own = {name for name, spec in JUDGES.items() if spec.start.__module__.startswith("ragscale.")}
+    assert own and own <= set(RENDER), own - set(RENDER)
 
 
 @pytest.mark.parametrize("judge", sorted(RENDER))
@@ -204,8 +182,8 @@ EXACT = [
 def test_every_marker_is_written_by_its_template():
     """MARKERS holds the templates' own markers, as they write them (RADBench's prompt is written
     in radbench.py): a marker that is not in its template would escape text for nothing."""
-    rendered = {"radbench": radbench.render(_turns(BENIGN), BENIGN, [BENIGN], BENIGN).messages[-1]["content"]
-                + radbench.render_reference(_turns(BENIGN), BENIGN, [BENIGN], BENIGN).messages[-1]["content"]}
+    rendered = {"radbench": radbench.render(probe_turns(BENIGN), BENIGN, [BENIGN], BENIGN).messages[-1]["content"]
+                + radbench.render_reference(probe_turns(BENIGN), BENIGN, [BENIGN], BENIGN).messages[-1]["content"]}
     for template, marks in MARKERS.items():
         text = rendered.get(template) or load_template(template)
         missing = [m for m in (*marks.inline, *marks.labels, *marks.lines) if m not in text]
