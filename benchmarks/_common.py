@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+from typing import Any, Callable
 
 
 def emit(result: dict, out: str | None) -> None:
@@ -14,6 +16,13 @@ def emit(result: dict, out: str | None) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as fh:
             fh.write(text + "\n")
+
+
+def run_cli(doc: str, add_cli_args: Callable[[argparse.ArgumentParser], None], main: Callable[[Any], Any]) -> None:
+    """A benchmark's command line: its docstring as the help, its arguments, then ``main(args)``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_cli_args(parser)
+    main(parser.parse_args())
 
 
 def judge_cli(doc: str, input_default: str, records: int, judges: list[str],  # noqa: ANN201

@@ -26,7 +26,7 @@ LEXICAL = "metrics.algorithmic=[Recall,RougeL_stemFalse,Extractiveness_RougeL,Le
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import emit  # noqa: E402
+from _common import emit, run_cli  # noqa: E402
 
 
 def add_cli_args(ap: argparse.ArgumentParser) -> None:
@@ -117,6 +117,4 @@ def main(args: argparse.Namespace) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_cli_args(parser)
-    main(parser.parse_args())
+    run_cli(__doc__, add_cli_args, main)

@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _common import emit  # noqa: E402
+from _common import emit, run_cli  # noqa: E402
 
 QUICK = 20_000
 WORDS = ("the of rate limit request tier free pro plan enterprise organization api key batch endpoint header "
@@ -158,6 +158,4 @@ def main(args: argparse.Namespace) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_cli_args(parser)
-    main(parser.parse_args())
+    run_cli(__doc__, add_cli_args, main)

@@ -41,7 +41,7 @@ SAMPLE = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from _common import emit  # noqa: E402
+from _common import emit, run_cli  # noqa: E402
 
 
 def add_cli_args(ap: argparse.ArgumentParser) -> None:
@@ -171,6 +171,4 @@ def main(args: argparse.Namespace) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_cli_args(parser)
-    main(parser.parse_args())
+    run_cli(__doc__, add_cli_args, main)
