@@ -69,7 +69,7 @@ TAG = "bench"  # the input file's tag: record keys are bench:<line>
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import emit  # noqa: E402
+from _common import emit, run_cli  # noqa: E402
 
 
 def add_cli_args(ap: argparse.ArgumentParser) -> None:
@@ -350,7 +350,7 @@ def _baseline(path: str) -> float:
     return time.perf_counter() - t0
 
 
-def _report(cfg, plan, out_dir: str, n: int, stats: dict) -> tuple[dict, list[str]]:  # noqa: ANN001
+def _report(plan, out_dir: str, n: int, stats: dict) -> tuple[dict, list[str]]:  # noqa: ANN001
     """The report pass of ragscale.driver._finish, each part timed; (seconds, the lines it printed)."""
     from ragscale.provenance import run_info
     from ragscale.report.sinks import Outputs
@@ -366,7 +366,7 @@ def _report(cfg, plan, out_dir: str, n: int, stats: dict) -> tuple[dict, list[st
     seconds["report_finish_summary"] = time.perf_counter() - t0
     records = {"in": n, "resumed": 0, "written_this_run": n, "out": n, "errored": 0, "judge_failed": 0,
                "missing": 0, "duplicates_dropped": 0}
-    info = run_info(cfg, plan, t_start=time.time(), failure=None, timings={"pipeline_wall": 0.0}, stats=stats,
+    info = run_info(plan, t_start=time.time(), failure=None, timings={"pipeline_wall": 0.0}, stats=stats,
                     ray_info={}, records=records)
     t0 = time.perf_counter()
     written = outputs.finish_reports(summary, info)
@@ -378,7 +378,7 @@ def _report(cfg, plan, out_dir: str, n: int, stats: dict) -> tuple[dict, list[st
     return seconds, lines
 
 
-def run_size(n: int, args: argparse.Namespace, base: list[list[dict]], cfg, plan, work: str,  # noqa: ANN001
+def run_size(n: int, args: argparse.Namespace, base: list[list[dict]], plan, work: str,  # noqa: ANN001
              row_bytes: int) -> dict:
     """One record count: the rows built in the object store by Ray tasks (not timed; the driver
     holds only their references, as in a run), then every pass over them."""
@@ -400,13 +400,13 @@ def run_size(n: int, args: argparse.Namespace, base: list[list[dict]], cfg, plan
     format_s = time.perf_counter() - t0
     del rows
     with MemorySampler() as memory:
-        out = _passes(n, args, refs, cfg, plan, work, source_file)
+        out = _passes(n, args, refs, plan, work, source_file)
     return {**out, "build_rows_s": round(build_s, 1), "row_bytes_in_arrow": row_bytes,
             "workers_format_lines": {"seconds": round(format_s, 3), "records_per_s": round(n / format_s, 1)},
             "peak_rss_mib": peak_rss_mib(), **memory.mib()}
 
 
-def _passes(n: int, args: argparse.Namespace, refs: list, cfg, plan, work: str,  # noqa: ANN001
+def _passes(n: int, args: argparse.Namespace, refs: list, plan, work: str,  # noqa: ANN001
             source_file: str) -> dict:
     _iterate(refs[:4])  # warm-up, not timed: Ray Data's first execution starts its workers and imports
     got, pool_s, stats = _iterate(refs)
@@ -423,7 +423,7 @@ def _passes(n: int, args: argparse.Namespace, refs: list, cfg, plan, work: str, 
         loop = {"seconds": round(loop_s, 3), "records_per_s": round(n / loop_s, 1)}
         shutil.rmtree(os.path.join(work, f"loop-{n}"), ignore_errors=True)
     refs.clear()  # the source rows leave the object store before the report pass, as a run's have by then
-    report_s, lines = _report(cfg, plan, run_dir, n, stats)
+    report_s, lines = _report(plan, run_dir, n, stats)
     seconds.update(report_s)
     out = {"records": n, "tasks": -(-n // args.models), "models": args.models,
            "records_jsonl_mib": round(os.path.getsize(records_path) / 2**20, 1),
@@ -470,8 +470,7 @@ def main(args: argparse.Namespace) -> dict:
     from ragscale.run import compose
 
     sizes = sorted([QUICK] if args.quick else args.records)
-    cfg = compose(["+scenario=mtrag", f"output_dir={tempfile.gettempdir()}/ragscale-bench-driver-unused"])
-    plan = plan_run(cfg)
+    plan = plan_run(compose(["+scenario=mtrag", f"output_dir={tempfile.gettempdir()}/ragscale-bench-driver-unused"]))
     base = prepare_base(base_rows())
     probe = make_block(base, 0, args.block_rows, args.models, "probe.jsonl")
     work = args.keep or tempfile.mkdtemp(prefix="ragscale-bench-driver-")
@@ -486,7 +485,7 @@ def main(args: argparse.Namespace) -> dict:
         ctx.enable_progress_bars = False  # run_pipeline's settings
         ctx.execution_options.preserve_order = False
         ctx.print_on_execution_start = False
-        runs = [run_size(n, args, base, cfg, plan, work, row_bytes) for n in sizes]
+        runs = [run_size(n, args, base, plan, work, row_bytes) for n in sizes]
     finally:
         ray.shutdown()
         if not args.keep:
@@ -503,6 +502,4 @@ def main(args: argparse.Namespace) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_cli_args(parser)
-    main(parser.parse_args())
+    run_cli(__doc__, add_cli_args, main)

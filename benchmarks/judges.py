@@ -260,7 +260,7 @@ def main() -> None:
     from omegaconf import OmegaConf
 
     from ragscale.actors.judge import JudgeActor
-    from ragscale.pipeline.graph import batches_in_flight
+    from ragscale.actors.judge_plan import batches_in_flight
 
     gc.collect()
     # no disk cache, no re-asks; --rounds: the round path even for an engine that streams

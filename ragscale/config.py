@@ -283,6 +283,51 @@ class RagscaleConf:
     print_summary: bool = True
 
 
+# -- frozen, typed views of a composed config: what ragscale.plan.plan_run hands on ---------------
+# plan_run is the one reader of the raw (Hydra) config; the driver, run.json and the judges' plan
+# read these values, fixed when the plan is made.
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """``tracking.*`` (TrackingConf), fixed at plan time: read by ragscale.tracking at the run's end."""
+
+    name: str = "none"
+    uri: Optional[str] = None
+    experiment: Optional[str] = None
+    run_name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How the driver runs a plan, not what it computes (RagscaleConf's run keys): the output
+    directory, ``limit`` records, resume or overwrite, the live progress, Ray's log lines, the
+    closing table and the tracking. None of it is part of the resume fingerprint."""
+
+    output_dir: Optional[str] = None
+    limit: Optional[int] = None
+    resume: bool = True
+    overwrite: bool = False
+    progress: str = "auto"
+    progress_interval_s: float = 10.0
+    ray_progress_bars: bool = False
+    verbose: bool = False
+    print_summary: bool = True
+    tracking: TrackingSettings = field(default_factory=TrackingSettings)
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """What ragscale.actors.judge_plan.plan_judges reads of a config: the main judge's block
+    (``judge.*``, resolved), the panel's (``judge_panel``), the metrics the panel scores,
+    ``taxonomy.k`` and ``overwrite`` (``retry_unparsed``'s default)."""
+
+    judge: Dict[str, Any] = field(default_factory=dict)
+    panel: tuple = ()  # one resolved JudgeConf dict per panel member
+    panel_metrics: tuple = ("RB_llm",)
+    taxonomy_k: Any = 5  # checked by plan_judges: a positive integer or None
+    overwrite: bool = False
+
+
 def register() -> None:
     from omegaconf import OmegaConf
 

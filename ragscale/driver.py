@@ -6,6 +6,9 @@ records.jsonl feeding every output (summary and records.parquet, consistency gro
 open-rag-eval CSVs, agreement, the report's statistics; ragscale.report.sinks) ->
 consistency -> summary files -> leaderboard, CSVs, agreement, report.html -> run.json, written once
 -> the MLflow run (tracking=mlflow; ragscale.tracking).
+
+Only ``execute`` sees the config, to plan it (ragscale.plan.plan_run); everything after reads the
+frozen plan: what to compute, how to run it (``plan.options``) and the redacted config run.json records.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from ragscale.exitcodes import FAILED, INTERRUPTS, OK, STATUS, failed, interrupted, of_run, outcome
+from ragscale.config import RunOptions
 from ragscale.plan import RunPlan, plan_run
 from ragscale.provenance import run_info as build_run_info
 
@@ -96,22 +100,22 @@ class Signals:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str, stop: Signals) -> tuple:
+def _stream(plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str, stop: Signals) -> tuple:
     """Stream ``todo`` through the Ray pipeline into ``writer``, showing live progress; a signal
     (``stop``) or Ctrl-C stops it with what is finished written. Returns (failure, ray_info, stats)."""
     from ragscale.pipeline.dataset import ray_session, run_pipeline, stage_labels
     from ragscale.pipeline.progress import ProgressDisplay, choose_mode, start_hub
 
-    failure, ray_info, stats = None, {}, {}
-    mode = "off" if cfg.ray_progress_bars else choose_mode(cfg.progress, printer)
+    failure, ray_info, stats, opts = None, {}, {}, plan.options
+    mode = "off" if opts.ray_progress_bars else choose_mode(opts.progress, printer)
     try:
         if todo and stop.signum is None:
             printer(start_line(plan, stage_labels(plan)))
             native_log = os.path.join(out_dir, "logs", "ray-native.log")
-            with ray_session(plan.cluster, verbose=cfg.verbose, native_log=native_log) as ray_info:
+            with ray_session(plan.cluster, verbose=opts.verbose, native_log=native_log) as ray_info:
                 stop.install()  # ray.init put its own SIGTERM handler in (sys.exit: no outputs, no run.json)
                 hub = start_hub() if mode != "off" else None
-                with ProgressDisplay(hub, stage_labels(plan), len(todo), mode, cfg.progress_interval_s,
+                with ProgressDisplay(hub, stage_labels(plan), len(todo), mode, opts.progress_interval_s,
                                      printer) as display:
 
                     def on_rows(rows: list[dict]) -> None:
@@ -121,7 +125,7 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
 
                     stop.arm()
                     try:
-                        stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=cfg.ray_progress_bars, hub=hub)
+                        stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=opts.ray_progress_bars, hub=hub)
                     finally:
                         stop.disarm()
     except KeyboardInterrupt:
@@ -136,8 +140,9 @@ def _stream(cfg: Any, plan: RunPlan, todo: Any, writer: Any, printer: Printer, o
     return failure, ray_info, stats
 
 
-def scan_records(cfg: Any, plan: RunPlan, out_dir: str) -> tuple:
-    """(plan with CSVs normalized, pointers of the run, finished keys, pointers still to do)."""
+def scan_records(plan: RunPlan, out_dir: str) -> tuple:
+    """(plan with CSVs normalized, pointers of the run (the first ``plan.options.limit``),
+    finished keys, pointers still to do)."""
     from ragscale.io.inputs import PointerArray, materialize_csv
     from ragscale.io.output import RecordKeys, finished_keys
 
@@ -147,8 +152,8 @@ def scan_records(cfg: Any, plan: RunPlan, out_dir: str) -> tuple:
     # their prefix. `limit` then keeps whole tasks. Pointers and finished keys are numpy
     # columns, so the driver's memory does not grow with the number of records.
     pointers = PointerArray.scan(list(plan.files), with_tasks=True).ordered_for_sweep()
-    if cfg.limit is not None:
-        pointers = pointers[: cfg.limit]
+    if plan.options.limit is not None:
+        pointers = pointers[: plan.options.limit]
     keys = RecordKeys(list(plan.files), pointers)
     for key in finished_keys(out_dir):
         keys.add(key)
@@ -194,25 +199,33 @@ def execute(cfg: Any, printer: Printer = print, output_dir: str | None = None) -
     overrides the config's. The output_dir is locked from before anything is written there until
     the end (ragscale.io.lock; a run already in it is a UserError), and SIGTERM and SIGHUP stop the
     run as Ctrl-C does (``Signals``)."""
+    t_start = time.time()
+    return execute_plan(plan_run(cfg), printer, output_dir, t_start=t_start)
+
+
+def execute_plan(plan: RunPlan, printer: Printer = print, output_dir: str | None = None,
+                 t_start: float | None = None) -> int:
+    """Run a frozen plan (``plan_run``'s); ``execute`` without the planning. ``output_dir``
+    overrides ``plan.options.output_dir``; ``t_start``: when the run began (its planning), now if None."""
     from ragscale.io.lock import OutputDirLock
 
-    t_start = time.time()
-    plan = plan_run(cfg)
+    t_start = time.time() if t_start is None else t_start
     engines_ready(plan)
-    out_dir = os.path.abspath(output_dir or cfg.output_dir)
+    out_dir = os.path.abspath(output_dir or plan.options.output_dir)
     printer = _tolerant(printer)
     with OutputDirLock(out_dir, printer), Signals() as stop:
-        return _execute(cfg, plan, out_dir, printer, stop, t_start)
+        return _execute(plan, out_dir, printer, stop, t_start)
 
 
-def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Signals, t_start: float) -> int:
+def _execute(plan: RunPlan, out_dir: str, printer: Printer, stop: Signals, t_start: float) -> int:
     """``execute`` with its output_dir locked and the signals handled."""
     from ragscale.io.output import RecordWriter, prepare
 
-    for line in prepare(out_dir, plan.fingerprint(), resume=cfg.resume, overwrite=cfg.overwrite):
+    opts = plan.options
+    for line in prepare(out_dir, plan.fingerprint(), resume=opts.resume, overwrite=opts.overwrite):
         printer(line)
     t0 = time.time()
-    plan, pointers, keys, todo = scan_records(cfg, plan, out_dir)
+    plan, pointers, keys, todo = scan_records(plan, out_dir)
     timings = {"scan": time.time() - t0}
     printer(f"[ragscale] scenario={plan.scenario} steps={','.join(plan.steps)} files={len(plan.files)} "
             f"records={len(pointers)} already_done={len(pointers) - len(todo)} output_dir={out_dir}")
@@ -222,9 +235,9 @@ def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Sign
                 "for a judge-based factual_consistency_judge (a different metric)")
     writer = RecordWriter(out_dir, keys)
     t1 = time.time()
-    failure, ray_info, stats = _stream(cfg, plan, todo, writer, printer, out_dir, stop)
+    failure, ray_info, stats = _stream(plan, todo, writer, printer, out_dir, stop)
     timings["pipeline_wall"] = time.time() - t1
-    summary, outputs, failure = _finish(cfg, plan, out_dir, failure, timings, printer)
+    summary, outputs, failure = _finish(plan, out_dir, failure, timings, printer)
     missing = len(pointers) - keys.expected_done()
     timings["total"] = time.time() - t_start
     overall = summary.get("overall") or {}  # failed records: an error, or a judge engine that failed (summary.py)
@@ -232,7 +245,7 @@ def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Sign
     records = {"in": len(pointers), "resumed": len(pointers) - len(todo), "written_this_run": writer.written,
                "out": keys.expected_done(), "errored": failed(overall),
                "judge_failed": judge_failed, "missing": missing, "duplicates_dropped": writer.duplicates}
-    info = build_run_info(cfg, plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
+    info = build_run_info(plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
                           ray_info=ray_info, records=records)
     info["outputs"] = outputs.finish_reports(summary, info)
     if outputs.failed:  # an output not written, wholly or partly: exit 5 (ragscale.exitcodes.INCOMPLETE)
@@ -242,12 +255,12 @@ def _execute(cfg: Any, plan: RunPlan, out_dir: str, printer: Printer, stop: Sign
         json.dump(info, fh, indent=2, default=str)
     from ragscale.tracking import track
 
-    tracked = track(cfg.tracking, out_dir, json.loads(json.dumps(info, default=str)), summary, printer)
-    _print_end(cfg, out_dir, summary, info, printer, tracked)
+    tracked = track(opts.tracking, out_dir, json.loads(json.dumps(info, default=str)), summary, printer)
+    _print_end(opts, out_dir, summary, info, printer, tracked)
     return of_run(info["failure"], records, info.get("outputs_failed"))
 
 
-def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings: dict,
+def _finish(plan: RunPlan, out_dir: str, failure: str | None, timings: dict,
             printer: Printer) -> tuple[dict, Any, str | None]:
     """The one pass over records.jsonl (summary, parquet, consistency groups, report sinks), then
     consistency and the summary files; returns (summary, the report sinks, failure)."""
@@ -271,7 +284,7 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
         scored = sum(has_runs(g, n) for g in groups)
         printer(f"[ragscale] consistency across repeated runs: {scored} (model, query) groups with >= {n} runs"
                 + (f" ({len(groups) - scored} with fewer, counted in fewer_runs)" if scored < len(groups) else ""))
-        consistency, failure = _consistency(plan, out_dir, groups, cfg.verbose)
+        consistency, failure = _consistency(plan, out_dir, groups, plan.options.verbose)
     timings["consistency"] = time.time() - t3
     try:
         summary = outputs.finish_summary(consistency)
@@ -281,7 +294,7 @@ def _finish(cfg: Any, plan: RunPlan, out_dir: str, failure: str | None, timings:
     return summary, outputs, failure
 
 
-def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Printer,
+def _print_end(options: RunOptions, out_dir: str, summary: dict, info: dict, printer: Printer,
                tracked: str | None = None) -> None:
     """The per-model table and the closing lines: each model's headline score (and why the ranking
     passed over a headline), the significant differences, what was written, where the run was
@@ -293,7 +306,7 @@ def _print_end(cfg: Any, out_dir: str, summary: dict, info: dict, printer: Print
     from ragscale.report.significance import significant_lines
     from ragscale.report.summary import format_table
 
-    if cfg.print_summary and summary["models"]:
+    if options.print_summary and summary["models"]:
         printer("")
         printer(format_table(summary))
     rec = info["records"]

@@ -3,10 +3,14 @@
 ``compose`` builds the Hydra config as the CLI does; ``plan_run`` validates it (steps,
 metrics, inputs, expectations, agreement pairs, significance settings) and asks the workers' own modules to plan
 their part: the encoder (ragscale.actors.encoder.plan_encoder), HHEM
-(ragscale.actors.nli.plan_nli), the judges (ragscale.actors.judge.plan_judges) and answer
+(ragscale.actors.nli.plan_nli), the judges (ragscale.actors.judge_plan.plan_judges) and answer
 relevancy's embeddings endpoint (ragscale.actors.embeddings_http.plan_embeddings; the encoder is
 not planned for answer relevancy alone when an endpoint embeds). Every problem is a one-line
 UserError.
+
+``plan_run`` is the only reader of the raw config: the plan carries what the driver, run.json and
+the tracking read later (``RunOptions``, and the config's snapshot, redacted as it is taken), and the
+judges are planned from a typed ``JudgeSettings`` (ragscale.config's frozen views).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragscale.columns import mapped
+from ragscale.config import JudgeSettings, RunOptions, TrackingSettings
 from ragscale.errors import UserError
 from ragscale.extras import check_extras
 from ragscale.overrides import CONF_DIR, compose  # noqa: F401 - compose: the CLI's, re-exported for the API and tests
@@ -48,6 +53,9 @@ class RunPlan:
     cluster: dict = field(default_factory=dict)
     consistency: dict = field(default_factory=dict)  # plan_consistency's (step consistency)
     reports: Any = None  # ragscale.report.sinks.ReportSettings: what the report pass writes
+    hallucination_conf: dict = field(default_factory=dict)  # hallucination.*, resolved (run.json's models)
+    options: RunOptions = field(default_factory=RunOptions)  # how the driver runs it (not fingerprinted)
+    config: dict = field(default_factory=dict)  # the resolved config, secrets redacted: run.json's ``config``
 
     @property
     def columns(self) -> dict[str, str]:
@@ -103,13 +111,43 @@ def _metrics(cfg: Any) -> tuple[list[str], list[str]]:
     metrics = resolve_metrics(names, steps)
     if not metrics and "consistency" not in steps:
         raise UserError("no metrics enabled for the chosen steps")
+    return steps, metrics
+
+
+def run_options(cfg: Any) -> RunOptions:
+    """The run keys of a config (output_dir, limit, resume, progress, tracking, ...), checked and frozen."""
     if cfg.limit is not None and cfg.limit < 0:
         raise UserError(f"limit must be >= 0, got {cfg.limit}")
     from ragscale.pipeline.progress import MODES
 
     if cfg.progress not in MODES:
         raise UserError(f"progress must be one of {', '.join(MODES)}, got {cfg.progress!r}")
-    return steps, metrics
+    t = cfg.tracking
+    return RunOptions(output_dir=cfg.output_dir, limit=cfg.limit, resume=bool(cfg.resume), overwrite=bool(cfg.overwrite),
+                      progress=cfg.progress, progress_interval_s=cfg.progress_interval_s,
+                      ray_progress_bars=bool(cfg.ray_progress_bars), verbose=bool(cfg.verbose),
+                      print_summary=bool(cfg.print_summary),
+                      tracking=TrackingSettings(name=t.name, uri=t.uri, experiment=t.experiment, run_name=t.run_name))
+
+
+def judge_settings(cfg: Any) -> JudgeSettings:
+    """What the judges' plan (ragscale.actors.judge_plan.plan_judges) reads of a config, as plain values."""
+    from omegaconf import OmegaConf
+
+    return JudgeSettings(judge=OmegaConf.to_container(cfg.judge, resolve=True),
+                         panel=tuple(OmegaConf.to_container(cfg.judge_panel, resolve=True) or ()),
+                         panel_metrics=tuple(cfg.panel_metrics), taxonomy_k=cfg.taxonomy.k,
+                         overwrite=bool(cfg.overwrite))
+
+
+def config_snapshot(cfg: Any) -> dict:
+    """The resolved config as run.json and the tracking record it, redacted as it is taken
+    (ragscale.provenance.redact): no secret that reached the config enters the plan's copy."""
+    from omegaconf import OmegaConf
+
+    from ragscale.provenance import redact
+
+    return redact(OmegaConf.to_container(cfg, resolve=True))
 
 
 def _inputs(cfg: Any) -> list:
@@ -215,6 +253,18 @@ def _plain(node: Any) -> Any:
     return SimpleNamespace(**obj) if isinstance(obj, dict) else obj
 
 
+def _reports(cfg: Any, metrics: list[str]) -> Any:
+    """What the report pass writes (ragscale.report.sinks.ReportSettings), checked before any work:
+    significance, calibration, agreement."""
+    from ragscale.report.sinks import ReportSettings, check_reports
+
+    reports = ReportSettings(significance=_plain(cfg.significance), calibration=_plain(cfg.calibration),
+                             agreement=_plain(cfg.agreement), export_csv=bool(cfg.trec.export_csv),
+                             html_report=bool(cfg.html_report))
+    check_reports(reports, metrics)
+    return reports
+
+
 def plan_run(cfg: Any) -> RunPlan:
     """Check the config, inputs and model paths and decide the run; every problem is a one-line UserError."""
     from omegaconf import OmegaConf
@@ -223,18 +273,14 @@ def plan_run(cfg: Any) -> RunPlan:
     from ragscale.tracking import check_tracking
 
     steps, metrics = _metrics(cfg)
-    check_tracking(cfg.tracking)
+    options = run_options(cfg)
+    check_tracking(options.tracking)
     files = _inputs(cfg)
     from ragscale.io.check import check_fields
     from ragscale.metrics.registry import field_needs
 
     check_fields(files, field_needs(metrics))  # answers, and what the chosen metrics need, are there
-    from ragscale.report.sinks import ReportSettings, check_reports
-
-    reports = ReportSettings(significance=_plain(cfg.significance), calibration=_plain(cfg.calibration),
-                             agreement=_plain(cfg.agreement), export_csv=bool(cfg.trec.export_csv),
-                             html_report=bool(cfg.html_report))
-    check_reports(reports, metrics)  # significance, calibration, agreement: before any work
+    reports = _reports(cfg, metrics)
     expectations = _expectations(cfg, metrics)
     from ragscale.actors.embeddings_http import plan_embeddings
 
@@ -257,16 +303,18 @@ def plan_run(cfg: Any) -> RunPlan:
 
         plan["nli_kwargs"], plan["nli_unavailable"] = plan_nli(OmegaConf.to_container(cfg.hallucination), cluster)
     if "judge" in stages:
-        from ragscale.actors.judge import plan_judges
+        from ragscale.actors.judge_plan import plan_judges
 
-        judges = plan_judges(cfg, metrics, cluster)
+        judges = plan_judges(judge_settings(cfg), metrics, cluster)
         if judges.pop("needs_derive"):
             stages.add("derive")  # the panel's median
         plan.update(judges)
     run = RunPlan(
         scenario=cfg.scenario_name or SELECTED, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
         files=tuple(files), encoder_conf=encoder_conf, judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
-        expectations=expectations, cluster=cluster, relevancy_kwargs=relevancy_kwargs, reports=reports, **plan,
+        expectations=expectations, cluster=cluster, relevancy_kwargs=relevancy_kwargs, reports=reports,
+        hallucination_conf=OmegaConf.to_container(cfg.hallucination, resolve=True), options=options,
+        config=config_snapshot(cfg), **plan,
     )
     from ragscale.pipeline.graph import build_stages
 

@@ -1,4 +1,6 @@
-"""run.json: what a run did, with which models, versions and timings (secrets redacted)."""
+"""run.json: what a run did, with which models, versions and timings (secrets redacted), built
+from the frozen plan alone (ragscale.plan.RunPlan): its config is the plan's snapshot, redacted
+when ``plan_run`` took it."""
 
 from __future__ import annotations
 
@@ -72,14 +74,13 @@ def relevancy_embeddings(plan: Any) -> dict | None:
             "local_path": plan.encoder_kwargs.get("model_path"), "pooling": "mean, L2-normalised"}
 
 
-def models_info(plan: Any, cfg: Any) -> dict:
+def models_info(plan: Any) -> dict:
     """run.json's ``models``: the encoder, judge, HHEM, judge panel and answer relevancy's
     embeddings the run used."""
-    from ragscale.actors.judge import protocols_used
+    from ragscale.actors.judge_plan import protocols_used
     from ragscale.judges import JUDGES
 
-    enc = plan.encoder_conf
-    judge = plan.judge_kwargs
+    enc, judge, hal = plan.encoder_conf, plan.judge_kwargs, plan.hallucination_conf
     return {
         "encoder": {
             "name": enc["name"], "model": enc["model"], "local_path": plan.encoder_kwargs.get("model_path"),
@@ -94,9 +95,9 @@ def models_info(plan: Any, cfg: Any) -> dict:
             "prompt_versions": {j: JUDGES[j].version_for(judge.get("protocol", "constrained")) for j in judge["judges"]},
             "cache_path": judge["cache_path"],
         } if "judge" in plan.stages else None,
-        "hallucination": ({"model": cfg.hallucination.model, "tokenizer": cfg.hallucination.tokenizer,
+        "hallucination": ({"model": hal["model"], "tokenizer": hal["tokenizer"],
                            "found": not plan.nli_unavailable, "unavailable": plan.nli_unavailable,
-                           "max_chars": cfg.hallucination.max_chars,
+                           "max_chars": hal["max_chars"],
                            "device": (plan.nli_kwargs.get("hhem") or {}).get("device")}
                           if "nli" in plan.stages else None),
         "judge_panel": [
@@ -108,20 +109,19 @@ def models_info(plan: Any, cfg: Any) -> dict:
     }
 
 
-def run_info(cfg: Any, plan: Any, *, t_start: float, failure: str | None, timings: dict, stats: dict,
+def run_info(plan: Any, *, t_start: float, failure: str | None, timings: dict, stats: dict,
              ray_info: dict, records: dict) -> dict:
-    """The content of run.json (without ``outputs``, which the driver adds once they are written)."""
-    from omegaconf import OmegaConf
-
+    """The content of run.json (without ``outputs``, which the driver adds once they are written),
+    from the plan (``RunPlan``; its ``config`` is already redacted, and redacted again here)."""
     return {
         "ragscale_version": versions()["ragscale"],
         "started": _dt.datetime.fromtimestamp(t_start, _dt.timezone.utc).isoformat(),
         "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "status": STATUS[of_run(failure, records)],  # ok, record_errors, nothing_scored or failed
         "failure": failure,
-        "config": redact(OmegaConf.to_container(cfg, resolve=True)),
+        "config": redact(plan.config),
         "inputs": [{"path": f.path, "format": f.fmt, "default_model_id": f.stem} for f in plan.files],
-        "models": models_info(plan, cfg),
+        "models": models_info(plan),
         "versions": versions(),
         "ray": {"address": ray_info.get("address"), "resources": ray_info.get("resources")},
         "timings_s": {**{k: round(v, 3) for k, v in timings.items()},

@@ -18,6 +18,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ragscale.metrics.bertscore import BertScoreRequest, TokenEmbedding, score_requests
+from ragscale.metrics.registry import embedded
+from ragscale.stage_kinds import Stage, of_stage, stage_kind
+
+RELEVANCY_DETAILS = "details:ragas_answer_relevancy"  # what ragas' answer-relevancy judge leaves for the relevancy stage
 
 
 def plan_encoder(conf: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[dict, dict | None]:
@@ -277,6 +281,17 @@ class EncoderActor:
         return {f"encoder_{k}": v - before[k] for k, v in self.encoder.stats.items()}
 
 
+@stage_kind("encoder", order=10)
+def encoder_stages(plan: Any) -> list[Stage]:
+    """The encoder pool (BERTScore-family metrics) when the run has an encoder step."""
+    if "encoder" not in plan.stages:
+        return []
+    metrics = list(plan.metrics)
+    return [Stage("encoder", EncoderActor, {"encoder": plan.encoder_kwargs, "metrics": metrics, "baseline": plan.baseline},
+                  produces=of_stage(metrics, "encoder"), pool=plan.cluster.get("encoder", {}), batch_size=256,
+                  restart_counter="encoder_actor_restarts")]
+
+
 class RelevancyActor:
     """Ray Data actor, after the judges: ragas answer relevancy's cosine between the user
     question and the judge's generated questions (``details.ragas_answer_relevancy``), with
@@ -339,6 +354,20 @@ class RelevancyActor:
         texts = self._score(rows)
         return {"encoder_relevancy_texts": texts,
                 **{f"encoder_relevancy_{k}": v - before[k] for k, v in self.client.stats.items()}}
+
+
+@stage_kind("relevancy", order=40)
+def relevancy_stages(plan: Any) -> list[Stage]:
+    """Embedded answer relevancy, after the judges: on the encoder pool's settings, or with an
+    embeddings endpoint (relevancy.embeddings=openai) an HTTP client that holds no GPU."""
+    relevancy = embedded(plan.metrics)
+    if not relevancy:
+        return []
+    endpoint = getattr(plan, "relevancy_kwargs", None) or {}
+    pool = dict(plan.cluster.get("encoder", {}), **({"num_gpus": 0.0} if endpoint else {}))
+    return [Stage("relevancy", RelevancyActor, {"endpoint": endpoint} if endpoint else {"encoder": plan.encoder_kwargs},
+                  needs=frozenset({RELEVANCY_DETAILS}), produces=frozenset(relevancy), pool=pool, batch_size=256,
+                  restart_counter="encoder_relevancy_actor_restarts")]
 
 
 class PairwiseActor:

@@ -19,83 +19,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragscale.actors.engines import Generation, build
 from ragscale.actors.judge_runs import (JudgeStats, Phase, add_warnings, cut, cut_warning,
-                                        http_counters, judge_limits, parse_step, reask_sampling)
+                                        http_counters, parse_step, reask_sampling)
 from ragscale.actors.judge_stream import Stream
 from ragscale.judges import JUDGES, JudgeSpec, judge_phases
-from ragscale.judges.base import PROTOCOLS, JudgePrompt, JudgeResult, cache_key
+from ragscale.judges.base import JudgePrompt, JudgeResult, cache_key
 from ragscale.row import set_detail
 from ragscale.judges.judge_input import judge_input
 from ragscale.record import ENGINE_ERROR, add_judge_errors, error_json
-
-
-def plan_judges(cfg: Any, metrics: Sequence[str], cluster: Mapping[str, Any]) -> dict:
-    """The judge pool's plan from the config (on the driver, before Ray starts): the main
-    judge's and each panel member's JudgeActor arguments (engines resolved and checked),
-    and ``needs_derive`` when a panel's median must be taken after the judges."""
-    from omegaconf import OmegaConf
-
-    from ragscale.actors.engines import resolve as resolve_engine
-    from ragscale.cachedir import judge_cache_path
-    from ragscale.errors import UserError
-    from ragscale.judges import JUDGED
-    from ragscale.metrics.registry import lookup
-
-    pool = cluster.get("judge") or {}
-    judged = list(dict.fromkeys(JUDGED[m] for m in metrics if m in JUDGED))
-    panel = OmegaConf.to_container(cfg.judge_panel, resolve=True) or []
-    on_panel: list[str] = []
-    panel_kwargs: list[dict] = []
-    if panel:
-        single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,) and not lookup(m).embedded]
-        for m in cfg.panel_metrics:
-            if m not in single:
-                raise UserError(f"panel_metrics: {m!r} is not a single-score judged metric ({', '.join(single)})")
-        on_panel = list(dict.fromkeys(JUDGED[m] for m in cfg.panel_metrics if m in metrics))
-        names = [c["name"] for c in panel]
-        if len(set(names)) != len(names):
-            raise UserError(f"judge_panel: judge names must be unique, got {names}")
-        panel_kwargs = [{"engine": resolve_engine(c, pool), "judges": on_panel, "tag": c["name"],
-                         "cache_path": judge_cache_path(c["cache_path"], f"judge_panel[{c['name']}].cache_path"),
-                         "max_retries": c["max_retries"], "protocol": _protocol(c, f"judge_panel[{c['name']}]"),
-                         **judge_limits(c, f"judge_panel[{c['name']}]", cfg.overwrite)}
-                        for c in panel]
-    j = OmegaConf.to_container(cfg.judge, resolve=True)
-    kwargs: dict[str, Any] = {
-        "engine": resolve_engine(j, pool),
-        "judges": [n for n in judged if n not in on_panel],
-        "cache_path": judge_cache_path(j["cache_path"]),
-        "max_retries": j["max_retries"],
-        "protocol": _protocol(j, "judge"),
-        **judge_limits(j, "judge", cfg.overwrite),
-    }
-    k = cfg.taxonomy.k
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise UserError(f"taxonomy.k must be a positive integer or null (every chunk), got {k!r}")
-    options = {name: {"k": k} for name in ("taxonomy_retrieval", "taxonomy_grounding") if name in kwargs["judges"]}
-    if options:
-        kwargs["options"] = options
-    return {"judge_kwargs": kwargs, "panel_confs": tuple(panel), "panel_kwargs": tuple(panel_kwargs),
-            "needs_derive": bool(on_panel)}
-
-
-def _protocol(conf: Mapping[str, Any], where: str) -> str:
-    """A judge config's ``protocol``, checked (a one-line UserError names the choices)."""
-    from ragscale.errors import UserError, did_you_mean
-
-    p = conf.get("protocol") or "constrained"
-    if p not in PROTOCOLS:
-        raise UserError(f"{where}.protocol: unknown judging protocol {p!r}{did_you_mean(str(p), PROTOCOLS)}; "
-                        f"protocols are {', '.join(PROTOCOLS)} (docs/metrics.md, Judging protocols)")
-    return p
-
-
-def protocols_used(kwargs: Mapping[str, Any]) -> dict[str, str]:
-    """run.json: the protocol each judge of a JudgeActor's kwargs runs under (a judge without a
-    reference protocol runs ``constrained`` whatever was asked)."""
-    asked = kwargs.get("protocol", "constrained")
-    return {j: JUDGES[j].protocol(asked) for j in kwargs["judges"]}
-
-
 
 class JudgeActor:
     """Ray Data actor: runs the enabled judges over a batch of records.

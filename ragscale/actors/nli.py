@@ -26,6 +26,7 @@ from ragscale.metrics.hhem import (
     premise_hypothesis,
 )
 from ragscale.row import add_judge_errors, judge_error_entries
+from ragscale.stage_kinds import Stage, stage_kind
 
 
 def plan_nli(hallucination: Mapping[str, Any], cluster: Mapping[str, Any]) -> tuple[dict, str | None]:
@@ -214,6 +215,16 @@ class NLIActor:
             "nli_tokens": after["tokens"] - before["tokens"],
             "nli_token_truncated": after["truncated"] - before["truncated"],
         }
+
+
+@stage_kind("nli", order=20)
+def nli_stages(plan: Any) -> list[Stage]:
+    """The HHEM pool when the run has a hallucination step and the weights are on this machine
+    (without them, ragscale.pipeline.cpu_stages' ``hhem_unavailable`` stage takes its place)."""
+    if "nli" not in plan.stages or not plan.nli_kwargs:
+        return []
+    return [Stage("nli", NLIActor, plan.nli_kwargs, produces=frozenset({"hhem"}), pool=plan.cluster.get("nli", {}),
+                  batch_size=16, restart_counter="nli_actor_restarts")]
 
 
 def _write(row: dict, score: float | None, reason: str | None) -> None:

@@ -122,7 +122,7 @@ def dry_run(cfg: Any, out: IO[str], keep_lookups: bool = False) -> DryRun:
     stages = [st for st in build_stages(plan) if st.name == "judge"]
     judges = DryJudges([st.kwargs for st in stages], out, keep_lookups)
     with tempfile.TemporaryDirectory(prefix="ragscale-prompts-") as tmp:
-        plan, pointers, _, _ = scan_records(cfg, plan, tmp)  # the run's records, in its order (CSV inputs normalized in tmp)
+        plan, pointers, _, _ = scan_records(plan, tmp)  # the run's records, in its order (CSV inputs normalized in tmp)
         if stages:
             size = int(stages[0].pool.get("batch_size", stages[0].batch_size))  # the judge pool's batches
             for i in range(0, len(pointers), size):

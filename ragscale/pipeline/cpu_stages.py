@@ -20,6 +20,7 @@ from ragscale.io.output_line import output_line
 from ragscale.pipeline.stage import add_stats, to_rows, to_table, writer_rows
 from ragscale.record import add_judge_errors, error_json, read_record
 from ragscale.row import row_schema, set_detail
+from ragscale.stage_kinds import Stage, needs_of, of_stage, stage_kind
 
 
 def lexical_functions(metrics: Sequence[str]) -> dict[str, Callable]:
@@ -152,6 +153,31 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
     return to_table(rows, batch.schema, "derive", base=batch)
 
 
+def panel_tags(plan: Any) -> dict[str, list[str]]:
+    """metric -> the tags of the panel judges whose scores it is the median of."""
+    from ragscale.judges import JUDGES
+
+    out: dict[str, list[str]] = {}
+    for kwargs in plan.panel_kwargs:
+        for j in kwargs["judges"]:
+            for m in JUDGES[j].metrics:
+                out.setdefault(m, []).append(kwargs["tag"])
+    return out
+
+
+@stage_kind("derive", order=50)
+def derive_stages(plan: Any) -> list[Stage]:
+    """The last stage: the panel medians and the catalog's derived metrics, a CPU task (tiny work:
+    a fractional CPU, never starved by actors holding every core)."""
+    if "derive" not in plan.stages:
+        return []
+    metrics, tags = list(plan.metrics), panel_tags(plan)
+    produces = of_stage(metrics, "derive") | frozenset(tags)
+    needs = needs_of(of_stage(metrics, "derive")) | {f"{m}@{t}" for m, ts in tags.items() for t in ts}
+    return [Stage("derive", derive, {"metrics": metrics, "panel": tags}, needs=frozenset(needs - produces),
+                  produces=produces, batch_size=None)]
+
+
 LINE_SCHEMA = pa.schema([("key", pa.string()), ("line", pa.string()), ("errored", pa.bool_()), ("stats", pa.string())])
 
 
@@ -175,3 +201,13 @@ def null_metric(batch: pa.Table, *, metric: str, judge: str, reason: str) -> pa.
         row["metrics"][metric] = None
         add_judge_errors(row, [{"judge": judge, "reason": reason, "undefined": True}])
     return to_table(rows, batch.schema, "nli", base=batch)
+
+
+@stage_kind("hhem_unavailable", order=20)
+def hhem_unavailable_stages(plan: Any) -> list[Stage]:
+    """In the HHEM pool's place when its weights are not on this machine: ``hhem`` null on every
+    record, with the reason the run gave before it started (ragscale.actors.nli.plan_nli)."""
+    if "nli" not in plan.stages or plan.nli_kwargs:
+        return []
+    return [Stage("nli", null_metric, {"metric": "hhem", "judge": "hhem", "reason": plan.nli_unavailable or "HHEM unavailable"},
+                  produces=frozenset({"hhem"}), batch_size=None)]

@@ -1,8 +1,9 @@
 """The stage protocol and its Ray adapter.
 
-A stage is declared once (``Stage``): its name (the ``stage`` of a record's error and the
-``time_<name>_s`` counter), the worker that does the work, what it needs and produces, and
-its placement (an actor pool from ``cluster.<pool>``, or a CPU task). Workers are plain
+A stage is declared once (``ragscale.stage_kinds.Stage``, by its kind's builder next to its
+worker): its name (the ``stage`` of a record's error and the ``time_<name>_s`` counter), the
+worker that does the work, what it needs and produces, and its placement (an actor pool from
+``cluster.<pool>``, or a CPU task). Workers are plain
 classes over records (ragscale/actors/): ``process(rows) -> counters``, rows changed in
 place, no Ray and no Arrow. This module owns the rest: Arrow conversion (a worker's row is a
 dict, ragscale.row; only the columns a stage may change are converted back, each metric
@@ -15,35 +16,19 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import pyarrow as pa
 
 from ragscale.record import error_json
 from ragscale.row import STAGE_COLUMNS, metric_checks
+from ragscale.stage_kinds import Stage
 
 
 class Worker(Protocol):
     """What a pipeline worker offers: process a batch of record rows in place, return counters."""
 
     def process(self, rows: list[dict]) -> Mapping[str, float] | None: ...
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One pipeline stage, as the graph declares it (ragscale.pipeline.graph)."""
-
-    name: str
-    worker: Any  # a Worker class (actor pool), or a function(batch table, **kwargs) -> table (CPU task)
-    kwargs: Mapping[str, Any] = field(default_factory=dict)  # constructor or function keyword arguments
-    needs: frozenset[str] = frozenset()  # metrics (or "details:<judge>") read from earlier stages
-    produces: frozenset[str] = frozenset()  # metrics (or "details:<judge>") written
-    pool: Mapping[str, Any] | None = None  # cluster.<pool> of an actor pool; None: a CPU task
-    batch_size: int | None = 256
-    num_cpus: float = 0.1  # of a CPU task
-    restart_counter: str | None = None  # run.json counter of the pool's actor restarts
-    calls: int = 1  # batches an actor of the pool works on at once (threaded; a streaming judge engine)
 
 
 def to_rows(batch: pa.Table) -> list[dict]:

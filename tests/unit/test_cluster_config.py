@@ -347,7 +347,7 @@ def test_batches_in_flight_follow_the_engine_unless_asked(engine, asked, calls):
     """cluster.judge.batches_in_flight: null gives 4 to an engine that streams (submit), 1 to the others."""
     from ragscale.errors import UserError
     from ragscale.pipeline.dataset import actor_pool
-    from ragscale.pipeline.graph import batches_in_flight
+    from ragscale.actors.judge_plan import batches_in_flight
 
     n = batches_in_flight({"engine": engine}, {"batches_in_flight": asked})
     assert n == calls

@@ -2,14 +2,16 @@
 run did. Each field states one thing: the status the exit code gives, UTC times, timings to the
 millisecond, the work counters of each pool by their prefix, the judge's counters per judge, the
 config with its secrets redacted, the inputs, and the models of the stages the run had (none for a
-stage it did not have), with the versions of the packages that decide the numbers."""
+stage it did not have), with the versions of the packages that decide the numbers. run.json is built
+from the frozen plan alone (issue 34): the config it records is the plan's snapshot, redacted when
+``plan_run`` took it, so a secret planted in the config before the plan never reaches it."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
-from omegaconf import open_dict
+from omegaconf import OmegaConf, open_dict
 
 from ragscale.exitcodes import STATUS, of_run
 from ragscale.judges import JUDGES
@@ -23,21 +25,36 @@ STATS = {"time_lexical": 0.12345, "time_judge": 2.0, "encoder_pairs": 3, "encode
 RECORDS = {"total": 3, "ok": 3, "errored": 0}
 
 
-def info(overrides: list[str], failure: str | None = None, records: dict = RECORDS, stats: dict = STATS,
-         secret: str | None = None) -> dict:
+SECRET = "not-a-real-key-1234"
+SHAPED = "sk-ragscale-planted-provenance-7c2e4b19af03"  # a key's shape under a name that is not a credential's
+
+
+def planted(overrides: list[str], secrets: dict | None = None):
+    """A composed config with ``secrets`` (dotted key -> value) planted past the command line's
+    gate, as a program calling the driver may, BEFORE the plan is made; and its plan."""
     cfg = compose(overrides)
-    plan = plan_run(cfg)  # a plan refuses a secret in the config: one is put there after, as a program may
-    if secret:
-        with open_dict(cfg):
-            cfg.judge.options.api_key = secret
-    return run_info(cfg, plan, t_start=1_700_000_000.5, failure=failure,
+    with open_dict(cfg):
+        for key, value in (secrets or {}).items():
+            OmegaConf.update(cfg, key, value, force_add=True)
+    return cfg, plan_run(cfg)
+
+
+def run_json(plan, failure: str | None = None, records: dict = RECORDS, stats: dict = STATS) -> dict:
+    return run_info(plan, t_start=1_700_000_000.5, failure=failure,
                     timings={"total": 12.34567, "report": 0.0004}, stats=stats,
                     ray_info={"address": "127.0.0.1:6379", "resources": {"CPU": 2.0}, "other": 1}, records=records)
 
 
+def info(overrides: list[str], failure: str | None = None, records: dict = RECORDS, stats: dict = STATS,
+         secrets: dict | None = None) -> dict:
+    return run_json(planted(overrides, secrets)[1], failure, records, stats)
+
+
 @pytest.fixture  # per test, not per module: mutation testing runs a test only where its own calls reach
 def mtrag() -> dict:
-    return info(["+scenario=mtrag"], secret="not-a-real-key-1234")
+    # the judge's own settings refuse a key (a judge stage's plan: ragscale.actors.engines.resolve),
+    # so the secret goes where nothing of the run reads it, as a program's extra key may
+    return info(["+scenario=mtrag"], secrets={"notes.api_key": SECRET, "notes.about": f"made with {SHAPED}"})
 
 
 def test_times_timings_and_the_ray_cluster(mtrag):
@@ -69,9 +86,30 @@ def test_the_status_is_the_exit_codes(failure, records):
 
 
 def test_the_config_is_resolved_with_its_secrets_redacted(mtrag):
-    assert mtrag["config"]["judge"]["options"]["api_key"] == "***"
-    assert "not-a-real-key-1234" not in repr(mtrag)
+    assert mtrag["config"]["notes"] == {"api_key": "***", "about": "made with ***"}
+    assert SECRET not in repr(mtrag) and SHAPED not in repr(mtrag)
     assert mtrag["config"]["scenario_name"] == "mtrag"
+    assert mtrag["config"]["judge"]["cache_path"].endswith("judge.sqlite")  # resolved: ${ragscale.cache:...}
+
+
+def test_a_secret_planted_before_the_plan_never_enters_its_snapshot_nor_run_json():
+    """The snapshot is redacted when ``plan_run`` takes it: the plan, and run.json built from it
+    alone, hold no secret; a change to the config after the plan changes neither."""
+    secrets = {"judge.options.api_key": SECRET, "judge.options.organization": SHAPED,
+               "judge.options.password": "ragscale-planted-password-e41b"}  # no judge stage: the plan takes them
+    cfg, plan = planted(["+scenario=custom", "judge=openai"], secrets)
+    assert plan.config["judge"]["options"]["api_key"] == plan.config["judge"]["options"]["password"] == "***"
+    assert plan.config["judge"]["options"]["organization"] == "***"
+    for secret in secrets.values():
+        assert secret not in repr(plan.config) and secret not in repr(plan.options)
+    before = run_json(plan)
+    with open_dict(cfg):
+        cfg.judge.options.api_key = "another-planted-key-0000"
+        cfg.scenario_name = "changed"
+    after = run_json(plan)
+    assert after["config"] == before["config"] and after["config"]["scenario_name"] == "custom"
+    text = repr(after)
+    assert not any(s in text for s in (*secrets.values(), "another-planted-key-0000"))
 
 
 def test_inputs_and_versions(mtrag):
@@ -103,7 +141,7 @@ def test_models_of_the_stages_the_run_has(mtrag):
 def test_each_model_entry_names_its_fields_as_docs_outputs_md_lists_them():
     cfg = compose(["+scenario=mtrag", "steps=[algorithmic,idk,hallucination]", "metrics.hallucination=[hhem]"])
     plan = plan_run(cfg)
-    m = run_info(cfg, plan, t_start=0.0, failure=None, timings={}, stats={}, ray_info={}, records=RECORDS)["models"]
+    m = run_info(plan, t_start=0.0, failure=None, timings={}, stats={}, ray_info={}, records=RECORDS)["models"]
     enc, kw = m["encoder"], plan.encoder_kwargs
     assert enc == {"name": plan.encoder_conf["name"], "model": plan.encoder_conf["model"],
                    "local_path": kw.get("model_path"), "num_layers": plan.encoder_conf["num_layers"],

@@ -276,7 +276,7 @@ def test_unknown_idk_keeps_the_raw_metric_as_mtrag(mtrag: types.SimpleNamespace)
 
 
 def test_protocol_recorded_and_checked() -> None:
-    from ragscale.actors.judge import _protocol, protocols_used
+    from ragscale.actors.judge_plan import _protocol, protocols_used
     from ragscale.errors import UserError
 
     used = protocols_used({"judges": ["idk", "radbench", "taxonomy_retrieval"], "protocol": "reference"})
