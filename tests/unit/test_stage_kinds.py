@@ -76,3 +76,17 @@ def test_a_judge_pool_may_write_every_metric_of_its_judges():
     tagged = [st for st in judges if st.kwargs.get("tag")]
     assert tagged and all(all(m.endswith("@" + st.kwargs["tag"]) for m in st.writes) for st in tagged)
     assert set().union(*(st.writes for st in judges)) <= set(graph.row_metrics(plan))
+
+
+def test_each_stage_produces_and_needs_exactly_its_catalog_metrics():
+    """A stage produces the run's metrics the catalog computes in it, and needs what they require
+    from earlier stages: nothing more (the graph check would pass over a stage claiming everything)."""
+    from ragscale.metrics.registry import lookup
+
+    plan = plan_run(compose(["+scenario=mtrag"]))
+    stages = {st.name: st for st in graph.build_stages(plan)}
+    of = {s: {m for m in plan.metrics if lookup(m).stage == s} for s in ("encoder", "derive")}
+    assert of["encoder"] and stages["encoder"].produces == of["encoder"]
+    assert of["derive"] and stages["derive"].produces == of["derive"]
+    required = {r for m in of["derive"] for r in lookup(m).requires} - of["derive"]
+    assert required and stages["derive"].needs == required
