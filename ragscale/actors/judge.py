@@ -162,11 +162,22 @@ class JudgeActor:
         """Start every (record, judge) run of a phase and take it to its first step."""
         ph = Phase()
         for r, row in enumerate(rows):
-            inp = judge_input(row)  # the record as every judge of the phase reads it, with the metrics so far
+            inp = judge_input(self.own_view(row))  # the record as every judge of the phase reads it, with the metrics so far
             for spec in specs:
                 opts = self.options.get(spec.name, {})
                 ph.start((r, spec.name), lambda s=spec, o=opts: s.start(inp, **o))
         return ph
+
+    def own_view(self, row: dict) -> dict:
+        """The row as this actor's judges read it: a panel member's (``tag``) own ``<metric>@<tag>``
+        values in place of the metrics' plain names, so that a judge reading another's metrics
+        (nuggets: UMBRELA's grades) reads this member's when that judge is on the panel too, and
+        the main judge's otherwise."""
+        if not self.tag:
+            return row
+        suffix = f"@{self.tag}"
+        own = {k[:-len(suffix)]: v for k, v in (row.get("metrics") or {}).items() if k.endswith(suffix)}
+        return {**row, "metrics": {**row["metrics"], **own}} if own else row
 
     def finish(self, rows: list[dict], specs: Sequence[JudgeSpec], ph: Phase) -> None:
         """Write a finished phase's outcomes into the rows, record by record in the phase's judge

@@ -4,7 +4,9 @@
 stage kind's builder (``judge_stages``) declares one ``JudgeActor`` pool (ragscale.actors.judge)
 for the run's judge, then one per member of a judge panel (``@<tag>`` on the metrics it writes),
 each threaded with :func:`batches_in_flight` batches at once. No Ray import: ragscale.pipeline
-runs what this declares.
+runs what this declares. Which judges go on a panel: :func:`panel_judges`; how the members'
+values become the run's: the derive stage (ragscale.pipeline.cpu_stages.derive,
+ragscale.metrics.registry.jury_verdict).
 """
 
 from __future__ import annotations
@@ -27,31 +29,31 @@ def plan_judges(settings: JudgeSettings, metrics: Sequence[str], cluster: Mappin
     """The judge pool's plan from the judge settings (ragscale.config.JudgeSettings, made by
     ragscale.plan.plan_run; on the driver, before Ray starts): the main judge's and each panel
     member's JudgeActor arguments (engines resolved and checked), and ``needs_derive`` when a
-    panel's median must be taken after the judges."""
+    panel's verdicts must be taken after the judges. The judges on the panel (:func:`panel_judges`)
+    run on every member and not on the main judge, which runs the others."""
     from ragscale.actors.engines import resolve as resolve_engine
     from ragscale.cachedir import judge_cache_path
     from ragscale.errors import UserError
     from ragscale.judges import JUDGED
-    from ragscale.metrics.registry import lookup
 
     pool = cluster.get("judge") or {}
     judged = list(dict.fromkeys(JUDGED[m] for m in metrics if m in JUDGED))
     panel = list(settings.panel)
     on_panel: list[str] = []
     panel_kwargs: list[dict] = []
+    k = settings.taxonomy_k
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise UserError(f"taxonomy.k must be a positive integer or null (every chunk), got {k!r}")
     if panel:
-        single = [m for m, j in JUDGED.items() if JUDGES[j].metrics == (m,) and not lookup(m).embedded]
-        for m in settings.panel_metrics:
-            if m not in single:
-                raise UserError(f"panel_metrics: {m!r} is not a single-score judged metric ({', '.join(single)})")
-        on_panel = list(dict.fromkeys(JUDGED[m] for m in settings.panel_metrics if m in metrics))
+        on_panel = panel_judges(settings.panel_metrics, metrics)
         names = [c["name"] for c in panel]
         if len(set(names)) != len(names):
             raise UserError(f"judge_panel: judge names must be unique, got {names}")
         panel_kwargs = [{"engine": resolve_engine(c, pool), "judges": on_panel, "tag": c["name"],
                          "cache_path": judge_cache_path(c["cache_path"], f"judge_panel[{c['name']}].cache_path"),
                          "max_retries": c["max_retries"], "protocol": _protocol(c, f"judge_panel[{c['name']}]"),
-                         **judge_limits(c, f"judge_panel[{c['name']}]", settings.overwrite)}
+                         **judge_limits(c, f"judge_panel[{c['name']}]", settings.overwrite),
+                         **_options(on_panel, k)}
                         for c in panel]
     j = dict(settings.judge)
     kwargs: dict[str, Any] = {
@@ -61,15 +63,76 @@ def plan_judges(settings: JudgeSettings, metrics: Sequence[str], cluster: Mappin
         "max_retries": j["max_retries"],
         "protocol": _protocol(j, "judge"),
         **judge_limits(j, "judge", settings.overwrite),
+        **_options([n for n in judged if n not in on_panel], k),
     }
-    k = settings.taxonomy_k
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise UserError(f"taxonomy.k must be a positive integer or null (every chunk), got {k!r}")
-    options = {name: {"k": k} for name in ("taxonomy_retrieval", "taxonomy_grounding") if name in kwargs["judges"]}
-    if options:
-        kwargs["options"] = options
     return {"judge_kwargs": kwargs, "panel_confs": tuple(panel), "panel_kwargs": tuple(panel_kwargs),
             "needs_derive": bool(on_panel)}
+
+
+PANEL_ALL = "all"  # panel_metrics=[all]: every judged metric the run computes
+
+
+def panel_metrics(names: Sequence[str], metrics: Sequence[str]) -> list[str]:
+    """The run's metrics that ``panel_metrics`` names: catalog names or any name the catalog
+    accepts for one (an alias, a short label: ragscale.metrics.registry.canonical), or ``all``
+    (every judged metric the run computes). A name that is no metric, or no judged metric, is a
+    one-line UserError. A judged metric the run does not compute is left out (the default,
+    ``[RB_llm]``, in a run without RB_llm). Embedded metrics (ragas' answer relevancy: the
+    relevancy stage embeds its judge's generated questions, it is no judge's score) cannot go on
+    a panel: ``all`` leaves them out, naming one is refused."""
+    from ragscale.judges import JUDGED
+    from ragscale.metrics.registry import canonical, embedded, lookup
+
+    out: list[str] = []
+    for name in names:
+        if str(name).strip().lower() == PANEL_ALL:
+            out.extend(m for m in metrics if m in JUDGED and not lookup(m).embedded)
+            continue
+        try:
+            m = canonical(str(name))
+        except UserError as e:
+            raise UserError(f"panel_metrics: {e}") from None
+        if m not in JUDGED:
+            mine = [x for x in metrics if x in JUDGED and not lookup(x).embedded]
+            raise UserError(f"panel_metrics: {name!r} is not a judged metric; a panel scores judged metrics "
+                            f"(this run's: {', '.join(mine) or 'none'}) or all")
+        if embedded([m]):
+            raise UserError(f"panel_metrics: {name!r} cannot go on a judge panel: the relevancy stage computes it "
+                            "from embeddings of its judge's generated questions, not from a judge's score")
+        if m in metrics:
+            out.append(m)
+    return list(dict.fromkeys(out))
+
+
+def panel_judges(names: Sequence[str], metrics: Sequence[str]) -> list[str]:
+    """The judges a panel runs, in the run's judge order: each judge of a metric that
+    ``panel_metrics`` names (:func:`panel_metrics`) goes on the panel whole (every member writes
+    all of its metrics with ``@<tag>``), and so does every judge of the run that reads one of
+    them (``after``: nuggets reads UMBRELA's grades, so UMBRELA on the panel takes nuggets along,
+    and each member's nuggets read that member's grades). A judge that reads a judge left to the
+    main judge reads the main judge's values (nuggets on the panel, UMBRELA not: every member
+    reads the same grades). Nothing of ``panel_metrics`` in the run is a one-line UserError."""
+    from ragscale.judges import JUDGED
+
+    run_judges = list(dict.fromkeys(JUDGED[m] for m in metrics if m in JUDGED))
+    chosen = {JUDGED[m] for m in panel_metrics(names, metrics)}
+    if not chosen:
+        raise UserError(f"judge_panel is set but this run computes none of panel_metrics "
+                        f"({', '.join(map(str, names)) or 'none'}); its judged metrics: "
+                        f"{', '.join(m for m in metrics if m in JUDGED) or 'none'} (or panel_metrics=[all])")
+    grown = True
+    while grown:
+        more = {j for j in run_judges if j not in chosen and set(JUDGES[j].after) & chosen}
+        chosen |= more
+        grown = bool(more)
+    return [j for j in run_judges if j in chosen]
+
+
+def _options(judges: Sequence[str], k: Any) -> dict:
+    """``{"options": ...}`` of a JudgeActor running ``judges``: the taxonomy's top-K for its
+    retrieval and grounding judges (``taxonomy.k``); {} when none of them runs."""
+    options = {name: {"k": k} for name in ("taxonomy_retrieval", "taxonomy_grounding") if name in judges}
+    return {"options": options} if options else {}
 
 
 def _protocol(conf: Mapping[str, Any], where: str) -> str:
@@ -104,8 +167,10 @@ def batches_in_flight(engine: Mapping[str, Any], pool: Mapping[str, Any]) -> int
 @stage_kind("judge", order=30)
 def judge_stages(plan: Any) -> list[Stage]:
     """A judge pool for the run's judge (when it has judges) and one per panel member. Each
-    produces the run's metrics of its judges (``@tag`` for a panel member) and their details, and
-    may write every metric of its judges (``writes``: a judge writes all of its metrics)."""
+    produces the run's metrics of its judges and their details (``@tag`` on both for a panel
+    member: ``details:nuggets@a``), and may write every metric of its judges (``writes``: a judge
+    writes all of its metrics). A member needs what its judges read that it does not make itself
+    (nuggets on the panel and UMBRELA on the main judge: ``umbrela_scores``, made earlier)."""
     if "judge" not in plan.stages:
         return []
     out = []
@@ -113,7 +178,7 @@ def judge_stages(plan: Any) -> list[Stage]:
     for kwargs in ([plan.judge_kwargs] if plan.judge_kwargs.get("judges") else []) + list(plan.panel_kwargs):
         suffix = f"@{kwargs['tag']}" if kwargs.get("tag") else ""
         made = frozenset(m for j in kwargs["judges"] for m in JUDGES[j].metrics if m in plan.metrics)
-        produces = frozenset({f"{m}{suffix}" for m in made} | {f"details:{j}" for j in kwargs["judges"]})
+        produces = frozenset({f"{m}{suffix}" for m in made} | {f"details:{j}{suffix}" for j in kwargs["judges"]})
         out.append(Stage("judge", JudgeActor, kwargs, needs=needs_of(made), produces=produces, pool=pool,
                          batch_size=16, restart_counter="judge_actor_restarts",
                          calls=batches_in_flight(kwargs["engine"], pool),

@@ -64,7 +64,7 @@ def start(inp: JudgeInput):  # noqa: ANN201 - a JudgeRun generator
     return JudgeResult({METRIC: score}, {"reason": reason})
 
 
-declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ", bounds=UNIT, needs=("contexts",),
+declare(MetricSpec(METRIC, "judge", "hallucination", scalar=True, short="FactJ", bounds=UNIT, jury="median", needs=("contexts",),
                    reference="ragscale: a judge-based stand-in, never a silent HHEM substitute (opt-in)"))
 
 

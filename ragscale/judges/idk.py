@@ -61,7 +61,7 @@ def parse(raw: str) -> float:
     return LABELS[label.strip().lower()]
 
 
-declare(MetricSpec("idk_eval", "judge", "idk", short="IDK", bounds=UNIT, reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))
+declare(MetricSpec("idk_eval", "judge", "idk", short="IDK", bounds=UNIT, jury="majority", reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (IDK judge)"))
 
 
 def _reference(turns: Sequence[Turn], response: str) -> JudgeRun:

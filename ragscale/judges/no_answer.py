@@ -90,7 +90,7 @@ def start(inp: JudgeInput, protocol: str = "constrained") -> JudgeRun:
     return JudgeResult(metrics={"answered": LABELS[label]}, details={"query_answered": label})
 
 
-declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answered", bounds=UNIT, rate_title="% questions answered",
+declare(MetricSpec("answered", "judge", "no_answer", scalar=True, short="Answered", bounds=UNIT, jury="majority", rate_title="% questions answered",
                    needs=("question",), aliases=("no_answer_score", "no_answer"),
                    reference="vectara/open-rag-eval open_rag_eval/metrics/no_answer_metric.py"))
 

@@ -117,7 +117,7 @@ def parse(raw: str) -> float:
     return int(str(rating).strip()) / 10
 
 
-declare(MetricSpec("RB_llm", "judge", "radbench", needs=("question", "reference"), bounds=UNIT, reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))
+declare(MetricSpec("RB_llm", "judge", "radbench", needs=("question", "reference"), bounds=UNIT, jury="median", reference="IBM/mt-rag-benchmark scripts/evaluation/judge_utils.py (RADBench judge)"))
 
 
 def _start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> "JudgeRun":

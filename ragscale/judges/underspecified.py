@@ -59,7 +59,7 @@ def parse(raw: str) -> float:
     return DECISIONS[decision.strip().lower()]
 
 
-declare(MetricSpec("underspecified_eval", "judge", "idk", short="UNDSP", bounds=UNIT,
+declare(MetricSpec("underspecified_eval", "judge", "idk", short="UNDSP", bounds=UNIT, jury="majority",
                    reference="IBM/mt-rag-benchmark MTRAG-UN (underspecified judge)"))
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import re
+import statistics
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -21,6 +23,8 @@ SHAPES = ("target", "passage", "record", "vector")
 UNIT = (0.0, 1.0)  # the bounds of a score, a rate or a flag
 STAGES = ("lexical", "encoder", "nli", "judge", "derive")
 NEEDS = ("question", "contexts", "reference")  # the record fields a metric may need besides the answer (ragscale.columns)
+# MetricSpec.jury (how a panel's values combine: jury_verdict) -> the level of its agreement (jury_level)
+JURY_LEVELS = {"majority": "nominal", "median": "ordinal", "mean": "interval"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,10 @@ class MetricSpec:
     (``derive`` stage) metric's function ``(Derivation) -> value`` of the record's metrics so far,
     run after every metric it ``requires`` (:func:`derived_order`); ``embedded``: a judged metric
     whose value comes from embedding its judge's outputs in the relevancy stage (ragas' answer
-    relevancy: the generated questions' cosine similarity to the question; :func:`embedded`)."""
+    relevancy: the generated questions' cosine similarity to the question; :func:`embedded`);
+    ``jury``: how a judge panel's values of it combine (:func:`jury_verdict`): ``majority`` for a
+    label or flag, ``median`` for a rating or grade, ``mean`` for a continuous share; by default a
+    bool's majority, an int's median, a float's mean (docs/judges.md, Judge panels)."""
 
     name: str
     stage: str
@@ -59,6 +66,7 @@ class MetricSpec:
     bounds: tuple[float, float] | None = None
     derive: Callable[["Derivation"], Any] | None = None
     embedded: bool = False
+    jury: str = ""  # "majority" | "median" | "mean"; "": the dtype's default
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES or self.shape not in SHAPES:
@@ -73,6 +81,9 @@ class MetricSpec:
             object.__setattr__(self, "bounds", UNIT)
         if self.bounds is not None and not self.bounds[0] < self.bounds[1]:
             raise ValueError(f"metric {self.name}: bounds {self.bounds!r} are not (low, high)")
+        object.__setattr__(self, "jury", self.jury or {"bool": "majority", "int": "median"}.get(self.dtype, "mean"))
+        if self.jury not in JURY_LEVELS or (self.jury == "mean" and self.dtype != "float"):
+            raise ValueError(f"metric {self.name}: jury {self.jury!r} is not majority, median or mean (a mean of a float)")
 
     @property
     def label(self) -> str:
@@ -294,6 +305,56 @@ def record_scalar(name: str, value: Any) -> float | None:
             return None
         return max(vals) if spec is not None and spec.shape == "passage" else vals[0]
     return float(value)
+
+
+def jury_level(name: str) -> str:
+    """Krippendorff's level of measurement of a panel's agreement on a metric (or ``<metric>@<judge>``),
+    by its ``jury``: nominal for majority (flags), ordinal for median (ratings, grades), interval for
+    mean (shares) and for a name the catalog does not know."""
+    spec = lookup(name) or lookup(name.rpartition("@")[0])
+    return JURY_LEVELS[spec.jury] if spec is not None else "interval"
+
+
+def jury_verdict(name: str, values: Sequence[Any]) -> tuple[Any, int]:
+    """(A judge panel's value of ``name`` from its members' values, how many of its values a split
+    panel left null). Values are in the metric's stored form (a number, MT-RAG's ``[v]``, a vector;
+    None: no value); lists combine element-wise (a vector per passage, so that P@k/AP@k/MRR read
+    the panel's grades). The members' non-null values combine by the metric's ``jury``: ``median``
+    (``statistics.median``; an integer metric's lower middle value, so that a grade or count stays
+    an integer, never rounded up), ``mean`` (``statistics.fmean``) or ``majority`` (the most common
+    value; a tie is null: no verdict, never a default side). No member with a value: null (a list
+    metric None, a vector a null per passage). Lists of different lengths raise ValueError."""
+    spec = lookup(name)
+    if spec is None:
+        raise ValueError(f"metric {name!r} is not in the catalog: no jury for it")
+    split = 0
+
+    def one(xs: Sequence[Any]) -> Any:
+        nonlocal split
+        xs = [x for x in xs if x is not None]
+        if not xs:
+            return None
+        if spec.jury == "mean":
+            return statistics.fmean(xs)
+        if spec.jury == "median":
+            return statistics.median(xs) if spec.dtype == "float" else statistics.median_low(xs)
+        top = Counter(xs).most_common(2)
+        if len(top) > 1 and top[0][1] == top[1][1]:
+            split += 1
+            return None
+        return top[0][0]
+
+    if spec.scalar:
+        return one(values), split
+    lists = [list(v) for v in values if v]  # None or []: the member has no value
+    if not lists:
+        return None, 0
+    if len({len(v) for v in lists}) > 1:
+        raise ValueError(f"the panel's {name} values differ in length ({', '.join(str(len(v)) for v in lists)})")
+    out = [one([v[i] for v in lists]) for i in range(len(lists[0]))]
+    if spec.shape != "vector" and all(x is None for x in out):
+        return None, split
+    return out, split
 
 
 class Derivation:

@@ -139,6 +139,8 @@ def generation_scores(labels: dict) -> dict[str, float | None]:
 
 LOWER_IS_BETTER = ("MisleadingContextRate@K", "UnsupportedClaimRate", "ContradictionRate",
                    "ConditionalFabricationRate", "IncompletenessRate", "UnsafeContentRate")
+# per example a 0/1 label (the rate is the mean over examples): a judge panel takes the members' majority
+LABEL_METRICS = ("SufficiencyHit@K", *GROUNDING_METRICS, *GENERATION_METRICS)
 declare(*(MetricSpec(name, "judge", "taxonomy", scalar=True, higher_is_better=name not in LOWER_IS_BETTER, bounds=UNIT,
-                     reference='seed "Metrics Taxonomy"')
+                     jury="majority" if name in LABEL_METRICS else "mean", reference='seed "Metrics Taxonomy"')
           for name in (*RETRIEVAL_METRICS, *GROUNDING_METRICS, *GENERATION_METRICS)))

@@ -7,7 +7,6 @@ output row per input row; a record that fails a stage keeps its row and gets an
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -124,24 +123,28 @@ def needs_targets(metrics: Sequence[str]) -> bool:
 
 
 def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None) -> pa.Table:
-    """Last stage: judge-panel medians, then every derived metric of the run (the catalog's
+    """Last stage: the judge panel's verdicts, then every derived metric of the run (the catalog's
     ``derive`` functions: RB_agg, IDK conditioning, H-Means, P@k/AP@k/MRR) in ``requires`` order.
-    ``panel`` maps a metric to its panel judges' tags: the metric is the median of the
-    ``<metric>@<tag>`` scores that are not null."""
+    ``panel`` maps a metric to its panel judges' tags: the metric is the jury's verdict on the
+    ``<metric>@<tag>`` values (ragscale.metrics.registry.jury_verdict: median, mean or majority as
+    the catalog says, a vector passage by passage), so the derived metrics read the panel's values.
+    A majority split leaves the metric null with an ``undefined`` judge error (stage ``derive``).
+    A derived metric that reads a panel judge's details (the IDK judge's "unknown" label) reads
+    those of the first member, in panel order, that left details for the record
+    (:func:`panel_details`); the record's own details stay as the members wrote them."""
     from ragscale.metrics.registry import Derivation, derived_order, lookup
 
     t0 = time.perf_counter()
     order = [(name, lookup(name).derive) for name in derived_order(metrics)]
+    judge_tags = _judge_tags(panel or {})
     rows = to_rows(batch)
     for row in rows:
         if row["error"]:
             continue
         m = dict(row["metrics"])  # kept only when every derived metric of the record is computed
         try:
-            for name, tags in (panel or {}).items():
-                scores = [m[f"{name}@{t}"][0] for t in tags if m.get(f"{name}@{t}")]
-                m[name] = [statistics.median(scores)] if scores else None
-            d = Derivation(m, row["answerability"], row.get("details"))
+            split = _verdicts(m, panel or {})
+            d = Derivation(m, row["answerability"], panel_details(row.get("details"), judge_tags))
             for name, fn in order:
                 d.name = name
                 m[name] = fn(d)
@@ -149,12 +152,57 @@ def derive(batch: pa.Table, *, metrics: Sequence[str], panel: dict | None = None
             row["error"] = error_json("derive", f"{type(e).__name__}: {e}")
             continue
         row["metrics"] = m
+        if split:
+            add_judge_errors(row, split)
     add_stats(rows, time_derive_s=time.perf_counter() - t0)
     return to_table(rows, batch.schema, "derive", base=batch)
 
 
+def _verdicts(m: dict, panel: Mapping[str, Sequence[str]]) -> list[dict]:
+    """Set each panel metric of one record's metrics ``m`` to the jury's verdict on its members'
+    values; returns the judge errors of the verdicts a split panel left null."""
+    from ragscale.judges import JUDGED
+    from ragscale.metrics.registry import jury_verdict
+
+    errors = []
+    for name, tags in panel.items():
+        m[name], split = jury_verdict(name, [m.get(f"{name}@{t}") for t in tags])
+        if split:
+            where = f" on {split} passages" if isinstance(m[name], list) else ""
+            errors.append({"judge": JUDGED.get(name, name), "stage": "derive", "undefined": True,
+                           "reason": f"judge panel split on {name}{where}: no majority"})
+    return errors
+
+
+def _judge_tags(panel: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """judge -> the tags of the panel members that run it (from ``panel``: metric -> tags)."""
+    from ragscale.judges import JUDGED
+
+    out: dict[str, list[str]] = {}
+    for name, tags in panel.items():
+        out.setdefault(JUDGED.get(name, name), list(tags))
+    return out
+
+
+def panel_details(details: Mapping[str, str] | None, judge_tags: Mapping[str, Sequence[str]]) -> Mapping[str, str] | None:
+    """A record's details as the derived metrics read them: a judge that ran on the panel only has
+    the details of its first member (``judge_tags`` order) that left details for the record, under
+    the judge's own name. The details themselves are not changed (the output keeps each member's
+    under ``<judge>@<tag>``; a report part reading ``<judge>`` finds none and leaves that part out)."""
+    if not judge_tags or not details:
+        return details
+    out = dict(details)
+    for judge, tags in judge_tags.items():
+        if judge not in out:
+            first = next((details[f"{judge}@{t}"] for t in tags if f"{judge}@{t}" in details), None)
+            if first is not None:
+                out[judge] = first
+    return out
+
+
 def panel_tags(plan: Any) -> dict[str, list[str]]:
-    """metric -> the tags of the panel judges whose scores it is the median of."""
+    """metric -> the tags of the panel members whose values its jury combines: every metric of
+    each judge on the panel (a member writes them all), in the run's judge order."""
     from ragscale.judges import JUDGES
 
     out: dict[str, list[str]] = {}
@@ -167,13 +215,14 @@ def panel_tags(plan: Any) -> dict[str, list[str]]:
 
 @stage_kind("derive", order=50)
 def derive_stages(plan: Any) -> list[Stage]:
-    """The last stage: the panel medians and the catalog's derived metrics, a CPU task (tiny work:
-    a fractional CPU, never starved by actors holding every core)."""
+    """The last stage: the panel's verdicts and the catalog's derived metrics, a CPU task (tiny
+    work: a fractional CPU, never starved by actors holding every core). It produces the verdict
+    of every metric of the panel's judges and needs the members' values of the run's metrics."""
     if "derive" not in plan.stages:
         return []
     metrics, tags = list(plan.metrics), panel_tags(plan)
     produces = of_stage(metrics, "derive") | frozenset(tags)
-    needs = needs_of(of_stage(metrics, "derive")) | {f"{m}@{t}" for m, ts in tags.items() for t in ts}
+    needs = needs_of(of_stage(metrics, "derive")) | {f"{m}@{t}" for m, ts in tags.items() if m in metrics for t in ts}
     return [Stage("derive", derive, {"metrics": metrics, "panel": tags}, needs=frozenset(needs - produces),
                   produces=produces, batch_size=None)]
 

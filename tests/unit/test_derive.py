@@ -56,11 +56,11 @@ def test_retrieval_scores_from_the_umbrela_grades():
 
 def test_errored_records_are_left_and_a_failing_record_fails_alone():
     err = json.dumps({"stage": "judge", "message": "x"})
-    bad = row(**{"RB_llm@a": [None], "RB_llm@b": [0.5]})  # the median compares None with 0.5
+    bad = row(**{"RB_llm@a": [0.1, 0.2], "RB_llm@b": [0.5]})  # the members' lists differ in length
     good = row(**{"RB_llm@a": [0.1], "RB_llm@b": [0.3]})
     errored = row(error=err, **{"RB_llm@a": [0.1]})
     out = run([bad, good, errored], ["RB_llm"], panel={"RB_llm": ["a", "b"]})
-    assert json.loads(out[0]["error"])["stage"] == "derive" and "TypeError" in json.loads(out[0]["error"])["message"]
+    assert json.loads(out[0]["error"])["stage"] == "derive" and "ValueError" in json.loads(out[0]["error"])["message"]
     assert metrics_of(out[0]) == metrics_of(bad)  # nothing half-derived
     assert metrics_of(out[1])["RB_llm"] == [pytest.approx(0.2)] and out[1]["error"] is None
     assert out[2]["error"] == err and out[2]["metrics"] == errored["metrics"]
