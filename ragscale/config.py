@@ -213,7 +213,8 @@ class SignificanceConf:
     """Paired tests between the models of a run (summary.json ``significance``, leaderboard.md,
     significance.csv; docs/statistics.md): ``resamples`` bootstrap resamples and random sign flips,
     ``confidence`` of the intervals, ``alpha`` the level at which an adjusted p-value is significant,
-    ``correction`` holm | bonferroni | none, every pair of models up to ``all_pairs_max_models``
+    ``correction`` holm | bonferroni | none | bh (Benjamini-Hochberg: the false discovery rate), every
+    pair of models up to ``all_pairs_max_models``
     models (else each model against the leader), ``seed`` of the resampling."""
 
     enabled: bool = True
@@ -223,6 +224,20 @@ class SignificanceConf:
     correction: str = "holm"
     all_pairs_max_models: int = 8
     seed: int = 0
+
+
+@dataclass
+class SlicesConf:
+    """Breakdowns beyond the leaderboard's (summary.json ``slices``, docs/statistics.md): ``by`` the
+    categorical fields to slice by (an input column, a label column, ``answerability``, ``turn``, or
+    an MT-RAG enrichment such as ``Question Type``); per slice and model the mean with its interval,
+    per slice the paired tests between models, and the slices where a model is significantly worse
+    than another with the false discovery rate controlled (Benjamini-Hochberg) across every slice
+    tested; ``min_n`` the fewest paired tasks a slice needs to be tested. On the command line
+    ``slices=[Collection,turn]`` is shorthand for ``slices.by=[...]``."""
+
+    by: List[str] = field(default_factory=list)
+    min_n: int = 10
 
 
 @dataclass
@@ -256,8 +271,11 @@ class RagscaleConf:
     columns: Any = field(default_factory=ColumnsConf)
     encoder: EncoderConf = field(default_factory=EncoderConf)
     judge: JudgeConf = field(default_factory=JudgeConf)
-    # A panel of judges (MT-RAG used 4 for RB_llm): each runs panel_metrics' judges and the
-    # metric is the median of their scores; `judge` still runs the other judges.
+    # A panel of judges (a jury; MT-RAG used 4 for RB_llm): each member runs the judges of
+    # panel_metrics (a judge with several metrics goes whole) and writes `<metric>@<name>`; the
+    # metric is the members' median, mean or majority, as the catalog says (MetricSpec.jury,
+    # docs/judges.md). panel_metrics: judged metrics by any accepted name, or `panel_metrics=[all]`
+    # (every judged metric of the run). `judge` still runs the other judges.
     judge_panel: List[JudgeConf] = field(default_factory=list)
     panel_metrics: List[str] = field(default_factory=lambda: ["RB_llm"])
     cluster: ClusterConf = field(default_factory=ClusterConf)
@@ -270,6 +288,11 @@ class RagscaleConf:
     agreement: AgreementConf = field(default_factory=AgreementConf)
     significance: SignificanceConf = field(default_factory=SignificanceConf)
     calibration: CalibrationConf = field(default_factory=CalibrationConf)
+    # The unit every interval and test resamples (docs/statistics.md): records sharing this field
+    # (MT-RAG's conversation_id: the turns of one conversation) are resampled together; `none`
+    # treats every task as an independent draw.
+    cluster_by: Optional[str] = "conversation_id"
+    slices: SlicesConf = field(default_factory=SlicesConf)
     tracking: TrackingConf = field(default_factory=TrackingConf)
     html_report: bool = True  # write output_dir/report.html at the end of a run
     resume: bool = True  # skip records already in output_dir/records.jsonl
@@ -323,7 +346,7 @@ class JudgeSettings:
 
     judge: Dict[str, Any] = field(default_factory=dict)
     panel: tuple = ()  # one resolved JudgeConf dict per panel member
-    panel_metrics: tuple = ("RB_llm",)
+    panel_metrics: tuple = ("RB_llm",)  # as the config names them: aliases and `all` resolved by plan_judges
     taxonomy_k: Any = 5  # checked by plan_judges: a positive integer or None
     overwrite: bool = False
 

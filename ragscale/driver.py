@@ -304,6 +304,7 @@ def _print_end(options: RunOptions, out_dir: str, summary: dict, info: dict, pri
     from ragscale.report.leaderboard import fallback_lines, model_lines
     from ragscale.report.ranking import ranking
     from ragscale.report.significance import significant_lines
+    from ragscale.report.slices import console_lines
     from ragscale.report.summary import format_table
 
     if options.print_summary and summary["models"]:
@@ -322,9 +323,16 @@ def _print_end(options: RunOptions, out_dir: str, summary: dict, info: dict, pri
         printer(f"[ragscale] {len(lines)} model(s), ranked by {'calibrated ' if calibrated else ''}{label(basis)}:")
         for line in lines:
             printer(f"[ragscale]  {line}")
+        lost = console_lines(summary)
+        if lost:
+            printer("[ragscale] where models lose (slices, Benjamini-Hochberg; leaderboard.md has all):")
+            for line in lost:
+                printer(f"[ragscale]  {line}")
         pairs = significant_lines(summary)
         if pairs:
-            printer("[ragscale] significant differences (paired tests, adjusted p-values; leaderboard.md has all):")
+            unit = ((summary.get("significance") or {}).get("unit") or {}).get("text")
+            printer("[ragscale] significant differences (paired tests, adjusted p-values"
+                    + (f", {unit}" if unit else "") + "; leaderboard.md has all):")
             for line in pairs:
                 printer(f"[ragscale]  {line}")
     _print_files(out_dir, summary, info, printer, tracked)

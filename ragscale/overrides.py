@@ -31,7 +31,8 @@ _SWEEP_FUNCTION = re.compile(r"(choice|range|glob|interval)\(")
 
 def normalize(overrides: Sequence[str]) -> list[str]:
     """The overrides with the shorthands spelled out: ``metrics=[a,b]`` (or ``metrics=a``) is
-    ``select=[a,b]``, ``input.columns.<field>=NAME`` is ``columns.<field>=NAME``."""
+    ``select=[a,b]``, ``slices=[a,b]`` is ``slices.by=[a,b]``, ``input.columns.<field>=NAME`` is
+    ``columns.<field>=NAME``."""
     out = []
     for o in overrides:
         key, eq, value = o.partition("=")
@@ -40,6 +41,9 @@ def normalize(overrides: Sequence[str]) -> list[str]:
         if eq and bare == "metrics":
             v = value.strip()
             o = f"{prefix}select=" + (v if v.startswith("[") or _SWEEP_FUNCTION.match(v) else f"[{v}]")
+        elif eq and bare == "slices":
+            v = value.strip()
+            o = f"{prefix}slices.by=" + (v if v.startswith("[") or _SWEEP_FUNCTION.match(v) else f"[{v}]")
         elif eq and (bare == "input.columns" or bare.startswith("input.columns.")):
             o = f"{prefix}{bare[len('input.'):]}={value}"
         out.append(o)

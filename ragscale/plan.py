@@ -255,12 +255,15 @@ def _plain(node: Any) -> Any:
 
 def _reports(cfg: Any, metrics: list[str]) -> Any:
     """What the report pass writes (ragscale.report.sinks.ReportSettings), checked before any work:
-    significance, calibration, agreement."""
+    significance (its unit of resampling and slices), calibration, agreement."""
     from ragscale.report.sinks import ReportSettings, check_reports
+
+    from ragscale.report.slices import check_slices, cluster_field
 
     reports = ReportSettings(significance=_plain(cfg.significance), calibration=_plain(cfg.calibration),
                              agreement=_plain(cfg.agreement), export_csv=bool(cfg.trec.export_csv),
-                             html_report=bool(cfg.html_report))
+                             html_report=bool(cfg.html_report), cluster_by=cluster_field(cfg.cluster_by),
+                             slices=check_slices(_plain(cfg.slices)))
     check_reports(reports, metrics)
     return reports
 

@@ -21,6 +21,7 @@ reader's ``extract_fields``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -132,3 +133,38 @@ def record_texts(rec: Any, fields: RecordFields | None = None) -> RecordTexts:
     if ids is None or len(ids) != len(texts):
         ids = tuple(passage_ids_of(rec, len(texts)))
     return RecordTexts(texts, read["targets"] or None, list(zip(ids, texts)))
+
+
+_ENRICHED = "enrichments"  # MT-RAG: the labels of the last user turn
+
+
+def field_label(rec: dict, name: str) -> str | None:
+    """A record's value of a categorical field as a label (a slice, the unit of resampling:
+    ragscale.report.slices): ``answerability`` as the reader read it, else the record's field of that name (a list of one value is the value;
+    of several, their sorted values joined by ``+``), else the field among the MT-RAG labels of its
+    last user turn (``input[-1].enrichments``); None when it has none."""
+    if name == "answerability":
+        return record_fields(rec).answerability
+    value = rec.get(name)
+    if value is None:
+        turns = rec.get("input")
+        last = turns[-1] if isinstance(turns, list) and turns and isinstance(turns[-1], dict) else {}
+        labels = last.get(_ENRICHED) if isinstance(last.get(_ENRICHED), dict) else {}
+        value = labels.get(name)
+    return _label(value)
+
+
+def _label(value: Any) -> str | None:
+    """A cell as a label: a number without a needless ``.0``, ``true``/``false``, None for an empty
+    text, NaN or an object."""
+    if isinstance(value, list):
+        parts = sorted({p for p in (_label(v) for v in value) if p is not None})
+        return "+".join(parts) if parts else None
+    if value is None or isinstance(value, (dict, bool)):
+        return None if not isinstance(value, bool) else str(value).lower()
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = int(value) if value.is_integer() else value
+    text = str(value).strip()
+    return text or None

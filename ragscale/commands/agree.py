@@ -1,8 +1,9 @@
 """``ragscale agree RUN_DIR --human FILE [--pair HUMAN=METRIC ...]`` (also ``python -m ragscale.agree``)
 
 Judge-vs-human agreement of a run's per-record metrics (ragscale.report.agreement): Spearman,
-Kendall, Cohen's kappa and accuracy with bootstrap confidence intervals, per model and overall.
-Writes agreement.{json,csv,md,png} (default RUN_DIR/agreement/) and prints the table. Bad input is
+Kendall, Cohen's kappa and accuracy with bootstrap confidence intervals, per model and overall;
+the bootstrap resamples whole conversations (``--cluster-by``, default conversation_id; none: each
+record alone). Writes agreement.{json,csv,md,png} (default RUN_DIR/agreement/) and prints the table. Bad input is
 one line on stderr with exit code 2.
 """
 
@@ -28,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default=None, help="output folder (default RUN_DIR/agreement)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--cluster-by", default="conversation_id",
+                   help="the field whose records are resampled together (default conversation_id; none: each "
+                        "record alone)")
     return p
 
 
@@ -39,8 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         from ragscale.report.agreement import agreement, to_markdown, write_outputs
+        from ragscale.report.slices import cluster_field
 
-        result = agreement(args.run_dir, args.human, args.pair, n_boot=args.bootstrap, seed=args.seed)
+        result = agreement(args.run_dir, args.human, args.pair, n_boot=args.bootstrap, seed=args.seed,
+                           cluster_by=cluster_field(args.cluster_by))
         paths = write_outputs(result, args.output or os.path.join(args.run_dir, "agreement"))
     except UserError as exc:
         print(f"ragscale agree: error: {exc}", file=sys.stderr)

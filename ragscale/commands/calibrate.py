@@ -3,9 +3,10 @@
 
 Human-calibrated estimates of a finished run (ragscale.report.calibration, PPI++): per paired
 metric and model the naive judge mean, the human-only mean and the calibrated estimate, each with
-its interval. Writes RUN_DIR/calibration/calibration.{json,csv,md}, adds the block to summary.json
-and rewrites leaderboard.md/.csv (ranked by the calibrated mean) and report.html. Bad input is one
-line on stderr with exit code 2.
+its interval, cluster-robust over whole conversations (``--cluster-by``, default conversation_id;
+none: every record alone, ppi-python's intervals). Writes RUN_DIR/calibration/calibration.{json,csv,md},
+adds the block to summary.json and rewrites leaderboard.md/.csv (ranked by the calibrated mean) and
+report.html. Bad input is one line on stderr with exit code 2.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "or v1:m1,v2:m2,... (a table); required when the scales differ")
     p.add_argument("--min-labels", type=int, default=20, help="labels a model needs (default 20)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the intervals (default 0.95)")
+    p.add_argument("--cluster-by", default="conversation_id",
+                   help="the field whose records are one unit of the intervals (default conversation_id; none: each "
+                        "record alone)")
     p.add_argument("--no-update", action="store_true",
                    help="only write RUN_DIR/calibration/; leave summary.json, the leaderboard and report.html alone")
     return p
@@ -59,6 +63,7 @@ def calibrate_run(args: argparse.Namespace) -> list[str]:
     from ragscale.report.calibration import calibrate, read_summary, to_markdown, write_outputs
     from ragscale.report.calibration_settings import check_settings
     from ragscale.report.leaderboard import model_lines, write_leaderboard
+    from ragscale.report.slices import cluster_field
 
     settings = CalibrationConf(human=args.human, pairs=list(args.pair), map=list(args.map),
                                min_labels=args.min_labels, confidence=args.confidence)
@@ -66,7 +71,8 @@ def calibrate_run(args: argparse.Namespace) -> list[str]:
     summary = read_summary(args.run_dir)
     significance = SignificanceConf(**{k: v for k, v in (summary.get("significance") or {}).items()
                                        if k in ("alpha", "correction")})
-    block = calibrate(args.run_dir, args.human, settings.pairs, settings.map, settings, significance, summary)
+    block = calibrate(args.run_dir, args.human, settings.pairs, settings.map, settings, significance, summary,
+                      cluster_field(args.cluster_by))
     print(to_markdown(block))
     written = sorted(write_outputs(block, os.path.join(args.run_dir, "calibration")).values())
     if args.no_update:

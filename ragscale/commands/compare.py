@@ -27,8 +27,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=None, help="bootstrap resamples and sign flips (default 10000)")
     p.add_argument("--confidence", type=float, default=None, help="confidence of the intervals (default 0.95)")
     p.add_argument("--alpha", type=float, default=None, help="significance level (default 0.05)")
-    p.add_argument("--correction", default=None, help="holm (default), bonferroni or none")
+    p.add_argument("--correction", default=None, help="holm (default), bonferroni, none or bh (Benjamini-Hochberg)")
     p.add_argument("--seed", type=int, default=None, help="resampling seed (default 0)")
+    p.add_argument("--cluster-by", default="conversation_id",
+                   help="the field whose records are resampled together (default conversation_id; none: each task alone)")
+    p.add_argument("--slices", default=None,
+                   help="comma-separated fields to slice by (e.g. Collection,answerability,turn): where a run loses")
+    p.add_argument("--min-n", type=int, default=10, help="the fewest paired tasks a slice needs to be tested (default 10)")
     return p
 
 
@@ -51,14 +56,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
             if not metrics:
                 raise UserError("--metrics is empty")
-        block = compare_runs(args.run_a, args.run_b, metrics=metrics, settings=settings)
+        from ragscale.config import SlicesConf
+        from ragscale.report.slices import check_slices, cluster_field
+
+        slices = check_slices(SlicesConf(by=[f.strip() for f in (args.slices or "").split(",") if f.strip()],
+                                         min_n=args.min_n))
+        block = compare_runs(args.run_a, args.run_b, metrics=metrics, settings=settings,
+                             cluster_by=cluster_field(args.cluster_by), slices=slices)
     except UserError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(block, indent=2))
     else:
-        print("\n".join(markdown_lines({"significance": block})))
+        from ragscale.report.slices import markdown_lines as slice_lines
+
+        print("\n".join(markdown_lines({"significance": block}) + ["", *slice_lines(block)]).rstrip())
     return 0
 
 

@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", default=None,
                    help="comma-separated metric names (default: the summary metrics with numeric values)")
     p.add_argument("--by-model", action="store_true", help="one box per run x model instead of per run")
+    p.add_argument("--cluster-by", default="conversation_id",
+                   help="the field whose records the intervals resample together (default conversation_id; none: each alone)")
     return p
 
 
@@ -36,8 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         from ragscale.report.plots import plot_runs
+        from ragscale.report.slices import cluster_field
 
-        stats = plot_runs(args.run_dirs, args.output, metrics=metrics, by_model=args.by_model)
+        stats = plot_runs(args.run_dirs, args.output, metrics=metrics, by_model=args.by_model,
+                          cluster_by=cluster_field(args.cluster_by))
     except UserError as exc:
         print(f"ragscale plot: error: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,12 @@ This module pairs a run's records with the human ratings and builds the result; 
 :mod:`ragscale.stats.agreement`, reading human files and writing agreement.{json,csv,md,png}
 in :mod:`ragscale.report.agreement_io`; their public names are importable from here too.
 Which statistics apply (kappa: both sides categorical; accuracy: both binary) is decided once
-per metric pair, on all its records.
+per metric pair, on all its records. A metric a judge panel scored (a jury) is followed by each of
+its judges (``<metric>@<judge>``), so the jury's and every judge's agreement are side by side.
+The bootstrap resamples the run's unit (``cluster_by``, default ``conversation_id``: the turns of
+one conversation are resampled together, within a model's rows and in ``ALL`` across models; a
+record without the field is a unit of its own; None: every record alone); the result's
+``bootstrap.unit`` and each row's ``units`` say what was resampled.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ragscale.errors import UserError
-from ragscale.report.agreement_io import ALL, HumanRatings, plot, read_human, to_markdown, write_outputs
+from ragscale.report.agreement_io import (ALL, HumanRatings, plot, read_human, resampling_unit, to_markdown,
+                                          write_outputs)
 from ragscale.stats.agreement import (MAX_CATEGORIES, STATS, accuracy, cohen_kappa, is_binary,
                                              is_categorical, kendall_tau_b, spearman, statistics_for)
 
@@ -123,9 +129,18 @@ def choose_pairs(hnames: list[str], run_metrics: set[str], explicit: dict[str, s
     return chosen
 
 
-def _groups(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRatings) -> dict[str, dict]:
-    """The (human, metric) values of the records rated on ``h``, per model and ``ALL``, with the
-    annotator count and the records left out for an error or a null metric."""
+def panel_members(metric: str, run_metrics: set[str]) -> list[str]:
+    """A jury metric's members (``<metric>@<judge>`` columns of the run), so that each judge's
+    agreement with the humans is beside the jury's; [] for a metric no panel scored."""
+    return sorted(m for m in run_metrics if m.startswith(metric + "@"))
+
+
+def _groups(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRatings,
+            cluster_by: str | None = None) -> dict[str, dict]:
+    """The (human, metric) values of the records rated on ``h``, per model and ``ALL``, with each
+    record's ``cluster_by`` label (``c``), the annotator count and the records left out for an error
+    or a null metric."""
+    from ragscale.record_fields import field_label
     from ragscale.report.summary import record_scalar
 
     groups: dict[str, dict] = {}
@@ -135,7 +150,7 @@ def _groups(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRatin
             continue
         mval = None if rec.get("error") else record_scalar(m, (rec.get("metrics") or {}).get(m))
         for g in (rec.get("model_id") or "?", ALL):
-            acc = groups.setdefault(g, {"h": [], "m": [], "annotators": 0, "error": 0, "null": 0})
+            acc = groups.setdefault(g, {"h": [], "m": [], "c": [], "annotators": 0, "error": 0, "null": 0})
             if rec.get("error"):
                 acc["error"] += 1
             elif mval is None:
@@ -143,14 +158,23 @@ def _groups(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRatin
             else:
                 acc["h"].append(hval)
                 acc["m"].append(mval)
+                acc["c"].append(None if cluster_by is None else field_label(rec, cluster_by))
                 acc["annotators"] += human.annotators[key][h]
     return groups
 
 
+def _codes(labels: list[str | None]) -> Any:
+    """The records' cluster codes (a None label: a cluster of its own), None when no record has a label."""
+    from ragscale.stats.clustered import cluster_codes
+
+    return cluster_codes(labels) if any(v is not None for v in labels) else None
+
+
 def _pair_rows(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRatings, n_boot: int,
-               seed: int) -> list[dict]:
-    """One result row per model, then ``ALL``, for human metric ``h`` against run metric ``m``."""
-    groups = _groups(h, m, matched, human)
+               seed: int, cluster_by: str | None = None) -> list[dict]:
+    """One result row per model, then ``ALL``, for human metric ``h`` against run metric ``m``, the
+    bootstrap resampling whole ``cluster_by`` units (``units``: how many)."""
+    groups = _groups(h, m, matched, human, cluster_by)
     every = groups.get(ALL, {"h": [], "m": []})  # which statistics apply is decided once per pair, on all its records
     kinds = {"categorical": is_categorical(every["h"], every["m"], human.scales.get(h)),
              "binary": is_binary(every["h"], every["m"])}
@@ -160,9 +184,11 @@ def _pair_rows(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRa
         n = len(acc["h"])
         row = {"human": h, "metric": m, "model": g, "n": n, "excluded_error": acc["error"],
                "excluded_null": acc["null"], "annotators_mean": acc["annotators"] / n if n else None}
+        codes = _codes(acc["c"])
+        row["units"] = n if codes is None else int(len(set(codes.tolist())))
         if n:
             row.update(statistics_for(acc["h"], acc["m"], scale=human.scales.get(h), n_boot=n_boot,
-                                      seed=seed, **kinds))
+                                      seed=seed, clusters=codes, **kinds))
         else:
             row["spearman"] = {"value": None, "ci": None, "reason": "no rated record has a value of the metric"}
         rows.append(row)
@@ -171,11 +197,13 @@ def _pair_rows(h: str, m: str, matched: list[tuple[dict, tuple]], human: HumanRa
 
 class AgreementSink:
     """Judge-vs-human agreement from one pass over the records (shared with the other report
-    sinks): the human file is read first, each record is paired as it passes."""
+    sinks): the human file is read first, each record is paired as it passes. ``cluster_by``: the
+    run's unit of resampling (ragscale.report.sinks.ReportSettings.cluster_by)."""
 
     def __init__(self, run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boot: int = 1000,
-                 seed: int = 0):
+                 seed: int = 0, cluster_by: str | None = "conversation_id"):
         self.run_dir, self.human_path, self.n_boot, self.seed = run_dir, human_path, n_boot, seed
+        self.cluster_by = cluster_by
         self.human = read_human(human_path)
         if not self.human.values:
             raise UserError(f"--human {human_path}: no human ratings found")
@@ -187,14 +215,16 @@ class AgreementSink:
 
     def finish(self) -> dict:
         """The agreement result (see ``agreement``)."""
-        return _result(self.run_dir, self.human_path, self.human, self.explicit, self.join, self.n_boot, self.seed)
+        return _result(self.run_dir, self.human_path, self.human, self.explicit, self.join, self.n_boot, self.seed,
+                       self.cluster_by)
 
 
 def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boot: int = 1000,
-              seed: int = 0) -> dict:
+              seed: int = 0, cluster_by: str | None = "conversation_id") -> dict:
     """Agreement between a run's per-record metrics and human ratings (see the module docstring):
-    ``{"rows": [{"human", "metric", "model", "n", "excluded_error", "excluded_null",
-    "annotators_mean", "spearman": {...}, ...}], "records": {...}, ...}``."""
+    ``{"rows": [{"human", "metric", "model", "n", "units", "excluded_error", "excluded_null",
+    "annotators_mean", "spearman": {...}, ...}], "records": {...}, "bootstrap": {..., "unit"}, ...}``;
+    the bootstrap resamples whole ``cluster_by`` units (None: every record alone)."""
     records_path = os.path.join(run_dir, "records.jsonl")
     if not os.path.isfile(records_path):
         raise UserError(f"{run_dir}: no records.jsonl (not a ragscale run directory)")
@@ -202,23 +232,34 @@ def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boo
     if not human.values:
         raise UserError(f"--human {human_path}: no human ratings found")
     explicit = parse_pairs(pairs)
-    return _result(run_dir, human_path, human, explicit, _join(records_path, human), n_boot, seed)
+    return _result(run_dir, human_path, human, explicit, _join(records_path, human), n_boot, seed, cluster_by)
 
 
 def _result(run_dir: str, human_path: str, human: HumanRatings, explicit: dict[str, str], join: _Join, n_boot: int,
-            seed: int) -> dict:
+            seed: int, cluster_by: str | None = None) -> dict:
     chosen = choose_pairs(human.metrics(), join.run_metrics, explicit, human_path)
     if not join.matched:
         hint = f"; e.g. human {_describe(next(iter(human.values)))}"
         hint += f" vs run {_describe(join.example_run)}" if join.example_run else ""
         raise UserError(f"no record of {run_dir} has human ratings in {human_path} ({join.total} run records; match "
                         f"on task_id [+ model_id], record_key or query_id/query_run{hint})")
-    rows = [row for h, m in chosen.items() for row in _pair_rows(h, m, join.matched, human, n_boot, seed)]
+    rows = [row for h, m in chosen.items() for metric in (m, *panel_members(m, join.run_metrics))
+            for row in _pair_rows(h, metric, join.matched, human, n_boot, seed, cluster_by)]
     return {"run_dir": os.path.abspath(run_dir),
             "human": {"path": os.path.abspath(human_path), "layout": human.layout, "records": len(human.values),
                       "unmatched": len(human.values) - len(join.used), "skipped": human.skipped,
                       "non_numeric": human.non_numeric},
             "records": {"run": join.total, "matched": len(join.matched), "errored_excluded": join.errored},
             "bootstrap": {"replicates": n_boot, "seed": seed, "confidence": 0.95,
-                          "method": "BCa (percentile where BCa is undefined)"},
+                          "method": "BCa (percentile where BCa is undefined)", **_unit(join, cluster_by)},
             "pairs": chosen, "rows": rows}
+
+
+def _unit(join: _Join, cluster_by: str | None) -> dict:
+    """The bootstrap's unit over the matched records: ``{"unit", "by", "units", "records", "text"}``."""
+    from ragscale.record_fields import field_label
+
+    labels = [None if cluster_by is None else field_label(rec, cluster_by) for rec, _ in join.matched]
+    unit = resampling_unit(cluster_by, labels, "record")
+    return {"unit": unit["name"], "by": unit["by"], "units": unit["units"], "records": unit["count"],
+            "text": unit["text"]}

@@ -186,6 +186,30 @@ def read_human(path: str) -> HumanRatings:
 # ---------------------------------------------------------------- writing
 
 
+def resampling_unit(cluster_by: str | None, labels: list[str | None], noun: str = "record",
+                    verb: str = "resampled") -> dict:
+    """What an interval treats as independent, from each item's ``cluster_by`` label (None: the item
+    alone): ``{"by", "name", "units", "count", "text"}``, e.g. "resampled by conversation: 110
+    conversations (842 records)"; ``by`` None (every item its own unit) when ``cluster_by`` is None
+    or no item has a label."""
+    count = len(labels)
+    if cluster_by is None or all(v is None for v in labels):
+        why = "" if cluster_by is None else f" (no {noun} has {cluster_by})"
+        return {"by": None, "name": noun, "units": count, "count": count,
+                "text": f"{verb} by {noun}: {count} {_plural(noun, count)}{why}"}
+    name = "conversation" if cluster_by == "conversation_id" else cluster_by
+    alone = sum(v is None for v in labels)
+    units = len({v for v in labels if v is not None}) + alone
+    text = f"{verb} by {name}: {units} {_plural(name, units)} ({count} {_plural(noun, count)})"
+    if alone:
+        text += f"; {alone} {_plural(noun, alone)} without {cluster_by}, each on its own"
+    return {"by": cluster_by, "name": name, "units": units, "count": count, "text": text}
+
+
+def _plural(name: str, n: int) -> str:
+    return name if n == 1 else (name[:-1] + "ies" if name.endswith("y") and name[-2:-1] not in "aeiou" else name + "s")
+
+
 def _fmt(entry: dict | None) -> str:
     if not entry:
         return "–"
@@ -211,6 +235,10 @@ def to_markdown(result: dict) -> str:
                                                       ("excluded_null", "with a null metric")) if r.get(k)]
         if excluded and r["model"] == ALL:
             notes.append(f"- {r['human']} vs {r['metric']}: rated records left out: {', '.join(excluded)}")
+    boot = result.get("bootstrap") if isinstance(result.get("bootstrap"), dict) else {}
+    if boot.get("text"):  # what the intervals resample
+        conf = f"{100 * boot['confidence']:g}% " if isinstance(boot.get("confidence"), (int, float)) else ""
+        notes.append(f"- intervals: {conf}bootstrap, {boot.get('replicates')} resamples, {boot['text']}")
     return "\n".join(lines + ([""] + notes if notes else []))
 
 

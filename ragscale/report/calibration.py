@@ -16,7 +16,10 @@ Labels on another scale than the metric are mapped as the user states (``calibra
 never guessed: a human value outside the metric's range without a map is an error. A model with
 fewer than ``min_labels`` labelled records gets a message, not a number. Differences between
 models use PPI++ on the per-task paired difference where enough tasks are labelled for both
-(docs/calibration.md).
+(docs/calibration.md). The intervals are cluster-robust over the run's unit (``cluster_by``, default
+``conversation_id``: a task's unit is its first record's value, a task without one is its own unit;
+None: every record alone, ppi-python's intervals as they are): a cluster-robust variance where
+ppi-python has none, :mod:`ragscale.stats.ppi` documents it; the block's ``unit`` says what it is.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class CalibrationSink:
     human file is read and the pairs chosen first, each record is kept as (task, judged, human)."""
 
     def __init__(self, human_path: str, pairs: Sequence[str], maps: Sequence[str], run_metrics: Sequence[str],
-                 settings: Any):
+                 settings: Any, cluster_by: str | None = "conversation_id"):
         from ragscale.report.agreement import read_human
 
         ppi()  # fail before the pass, not after it
@@ -77,6 +80,8 @@ class CalibrationSink:
             raise UserError(f"calibration.human {human_path}: no human ratings found")
         self.pairs, self.maps = resolve(self.human, pairs, maps, run_metrics)
         self.tasks: dict[str, int] = {}
+        self.cluster_by = cluster_by
+        self.task_unit: list[str | None] = []  # per task index: its cluster_by label (None: the task alone)
         self.cols: dict[tuple[str, str], _Column] = {}  # (human metric, model) -> column
         self.matched = 0
         self.records = 0
@@ -94,6 +99,10 @@ class CalibrationSink:
         self.matched += key is not None
         tkey = task_key(rec) or f"record={(rec.get('ragscale') or {}).get('record_key') or self.records}"
         task = self.tasks.setdefault(tkey, len(self.tasks))
+        if task == len(self.task_unit):  # a new task: its unit is its first record's
+            from ragscale.record_fields import field_label
+
+            self.task_unit.append(None if self.cluster_by is None else field_label(rec, self.cluster_by))
         model = str(rec.get("model_id"))
         metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
         for h, m in self.pairs.items():
@@ -120,7 +129,8 @@ class CalibrationSink:
         conf = float(self.settings.confidence)
         block: dict[str, Any] = {"method": METHOD, "confidence": conf, "human": os.path.abspath(self.human_path),
                                  "layout": self.human.layout, "min_labels": self.settings.min_labels,
-                                 "records": self.records, "matched": self.matched, "metrics": {}}
+                                 "records": self.records, "matched": self.matched, "unit": self._unit(),
+                                 "metrics": {}}
         for h, m in self.pairs.items():
             self._check_scale(h, m)
             models = {}
@@ -132,6 +142,23 @@ class CalibrationSink:
         if summary is not None and significance is not None:
             block.update(self._comparisons(block, summary, significance))
         return block
+
+    def _codes(self) -> np.ndarray | None:
+        """Each task's unit as an int code (by task index), None when no task has a ``cluster_by`` label."""
+        from ragscale.stats.clustered import cluster_codes
+
+        return cluster_codes(self.task_unit) if any(v is not None for v in self.task_unit) else None
+
+    def _unit(self) -> dict:
+        """What the intervals treat as independent, e.g. "clustered by conversation: 110 conversations (842 tasks)"."""
+        from ragscale.report.agreement_io import resampling_unit
+
+        unit = resampling_unit(self.cluster_by, self.task_unit, "task", "clustered")
+        if unit["by"] is None:  # ppi-python's intervals: every record independent
+            why = "" if self.cluster_by is None else f" (no record has {self.cluster_by})"
+            unit.update(name="record", units=self.records, count=self.records,
+                        text=f"every record on its own: {self.records} record{'s' if self.records != 1 else ''}{why}")
+        return unit
 
     def _mapping(self, h: str) -> str | None:
         sm = self.maps.get(h)
@@ -159,10 +186,12 @@ class CalibrationSink:
                         f"calibration.map=[{h}={raw[0]:g}..{raw[-1]:g}:{lo:g}..{hi:g}]")
 
     def _model(self, col: _Column, conf: float) -> dict:
-        _, yhat, y = col.arrays()
+        task, yhat, y = col.arrays()
         lab = ~np.isnan(y)
         n = int(lab.sum())
-        out: dict[str, Any] = {"n_labeled": n, "n_records": len(yhat), "naive": classical(yhat, conf),
+        codes = self._codes()
+        c = None if codes is None else codes[task]
+        out: dict[str, Any] = {"n_labeled": n, "n_records": len(yhat), "naive": classical(yhat, conf, c),
                                "human_only": None, "calibrated": None, "message": None}
         if col.labeled_without_judge:
             out["labeled_without_judge"] = col.labeled_without_judge
@@ -171,7 +200,7 @@ class CalibrationSink:
             out["message"] = (f"{n} human label{'s' if n != 1 else ''} with a judged value; at least {need} are "
                               "needed (calibration.min_labels)")
             return out
-        est = estimate(y[lab], yhat[lab], yhat[~lab], conf)
+        est = estimate(y[lab], yhat[lab], yhat[~lab], conf, *((None, None) if c is None else (c[lab], c[~lab])))
         out["human_only"], out["calibrated"] = est["human_only"], est["calibrated"]
         if n == len(yhat):
             out["message"] = "every judged record is labelled: the calibrated estimate is the human mean"
@@ -213,6 +242,7 @@ class CalibrationSink:
         all_pairs = len(order) <= s.all_pairs_max_models
         pairs = list(combinations(order, 2)) if all_pairs else [(order[0], m) for m in order[1:]]
         out: dict[str, list] = {}
+        codes = self._codes()
         for metric, b in block["metrics"].items():
             h = b["human"]
             per = {model: self._per_task(h, model) for model in order}
@@ -229,8 +259,10 @@ class CalibrationSink:
                     entry["note"] = (f"{n} task(s) labelled for both; at least {self.settings.min_labels} needed: "
                                      f"the {own_values(metric)} comparison stands")
                 else:
+                    units = (None, None) if codes is None else (codes[lab], codes[judged & ~lab])
                     entry["diff"], entry["ci"], entry["p"] = difference(
-                        (ha - hc)[lab], (ja - jc)[lab], (ja - jc)[judged & ~lab], float(self.settings.confidence))
+                        (ha - hc)[lab], (ja - jc)[lab], (ja - jc)[judged & ~lab], float(self.settings.confidence),
+                        *units)
                 entries.append(entry)
             decide(metric, entries, s)
             out[metric] = entries
@@ -256,9 +288,10 @@ def _cal_mean(b: dict, model: str) -> float | None:
 
 
 def calibrate(run_dir: str, human_path: str, pairs: Sequence[str] = (), maps: Sequence[str] = (),
-              settings: Any = None, significance: Any = None, summary: dict | None = None) -> dict:
+              settings: Any = None, significance: Any = None, summary: dict | None = None,
+              cluster_by: str | None = "conversation_id") -> dict:
     """The calibration block of a finished run (``ragscale calibrate``): one pass over its
-    records.jsonl; ``summary`` (default: its summary.json) orders the models."""
+    records.jsonl; ``summary`` (default: its summary.json) orders the models; ``cluster_by`` the unit."""
     from ragscale.config import CalibrationConf, SignificanceConf
     from ragscale.io.output import iter_records
 
@@ -268,7 +301,7 @@ def calibrate(run_dir: str, human_path: str, pairs: Sequence[str] = (), maps: Se
     if summary is None:
         summary = read_summary(run_dir)
     settings = settings or CalibrationConf(human=human_path)
-    sink = CalibrationSink(human_path, pairs, maps, summary.get("metrics") or [], settings)
+    sink = CalibrationSink(human_path, pairs, maps, summary.get("metrics") or [], settings, cluster_by)
     n = 0
     try:
         for rec in iter_records(records):
@@ -299,7 +332,9 @@ def read_summary(run_dir: str) -> dict:
 def to_markdown(block: dict) -> str:
     """Per calibrated metric and model: labels, naive, human-only and calibrated estimates."""
     conf = f"{100 * block['confidence']:g}%"
-    lines = [f"Method: {block['method']}; {conf} intervals; at least {block['min_labels']} labels per model.", ""]
+    unit = (block.get("unit") or {}).get("text")
+    lines = [f"Method: {block['method']}; {conf} intervals{f' ({unit})' if unit else ''}; at least "
+             f"{block['min_labels']} labels per model.", ""]
     for metric, b in block["metrics"].items():
         mapping = f", labels mapped {b['mapping']}" if b.get("mapping") else ""
         lines += [f"### {metric} (human {b['human']}{mapping})", "",

@@ -28,9 +28,13 @@ def _run_metrics(run_dir: str, records_path: str) -> list[str]:
     return list(seen)
 
 
-def compare_runs(run_a: str, run_b: str, *, metrics: Sequence[str] | None = None, settings=None) -> dict:  # noqa: ANN001
+def compare_runs(run_a: str, run_b: str, *, metrics: Sequence[str] | None = None, settings=None,  # noqa: ANN001
+                 cluster_by: str | None = "conversation_id", slices=None) -> dict:  # noqa: ANN001
     """The significance block of RUN_A's and RUN_B's models (``settings``: a SignificanceConf, default
-    the config's defaults); a UserError when a path is not a run, a metric is unknown or no task is shared."""
+    the config's defaults), resampling whole ``cluster_by`` units (None: each task alone); with
+    ``slices`` (a SlicesConf naming fields) its ``slices`` sub-block on the first compared metric
+    (ragscale.report.slices). A UserError when a path is not a run, a metric is unknown or no task is
+    shared."""
     from ragscale.config import SignificanceConf
     from ragscale.errors import did_you_mean
     from ragscale.io.output import iter_records
@@ -45,7 +49,8 @@ def compare_runs(run_a: str, run_b: str, *, metrics: Sequence[str] | None = None
         for m in metrics:
             if m not in known:
                 raise UserError(f"unknown metric {m!r}{did_you_mean(m, known)}; the runs have: {', '.join(known) or 'none'}")
-    values = PairedValues(list(metrics) if metrics else compared_metrics(known))
+    values = PairedValues(list(metrics) if metrics else compared_metrics(known), cluster_by=cluster_by,
+                          slice_by=list(getattr(slices, "by", None) or []))
     rename: dict[str, str] = {}
     for i, (label, path) in enumerate(zip(label_runs(dirs), paths)):
         models: dict[str, str] = {}  # model id -> its provisional name in values
@@ -73,6 +78,12 @@ def compare_runs(run_a: str, run_b: str, *, metrics: Sequence[str] | None = None
     if all(e["n"] == 0 for entries in block["metrics"].values() for e in entries):
         raise UserError(f"{run_a} and {run_b} have no task in common (records are paired by task_id, else "
                         "query_id, else conversation_id + turn)")
+    if values.slice_by:
+        from ragscale.report.slices import slices_block
+
+        found = slices_block(names, values, settings, values.metrics[0], slices.min_n, block)
+        if found is not None:
+            block["slices"] = found
     return block
 
 

@@ -20,6 +20,8 @@ from ragscale.metrics.registry import label, lookup
 from ragscale.report.html_scan import Dist, Scan
 from ragscale.report.html_records import lowest_section
 from ragscale.report.html_significance import number, better_than, calibration, calibration_rows, significance
+from ragscale.report.jury import jury_context
+from ragscale.report.slices import kept_interval, slices_context, unit_text
 from ragscale.report.html_svg import PALETTE, dist_chart, rate_chart
 from ragscale.report.headline import headline, higher_is_better
 from ragscale.report.leaderboard import calibrated_comparisons, fallback_lines
@@ -48,6 +50,7 @@ def page_context(run_dir: str, scan: Scan, summary: dict | None, run: dict | Non
         "leaderboard": _leaderboard(board, order, scan, summary),
         "means": _means(board, order, [m for m in metrics if lookup(m) is None or lookup(m).in_tables]),
         "significance": significance(board),
+        "slices": slices_context(board), "jury": jury_context(board),
         "calibrated_significance": significance(calibrated_comparisons(board)),
         "calibration": calibration(board),
         "distributions": _distributions(scan, metrics, colors),
@@ -159,12 +162,13 @@ def _leaderboard(board: dict, order: list, scan: Scan, summary: dict | None) -> 
                                "better": ", ".join(wins.get(model, [])) or "—", "estimates": []}
         if calibrated:
             c = cal.get(model) or {}
-            row["estimates"] = [c.get("calibrated"), c.get("naive") or _estimate(d, metric, scan, model),
+            row["estimates"] = [c.get("calibrated"), c.get("naive") or _estimate(d, metric, scan, model,
+                                                                                  board.get("intervals")),
                                 c.get("human_only")]
             row["labels"] = c.get("labels", "0")
             row["message"] = c.get("message")
         elif metric is not None:
-            row["estimates"] = [_estimate(d, metric, scan, model)]
+            row["estimates"] = [_estimate(d, metric, scan, model, board.get("intervals"))]
         rows.append(row)
     conf = number(board["calibration"].get("confidence")) if calibrated else None  # calibrated: a dict
     bounds = bounds_of(metric)
@@ -175,17 +179,20 @@ def _leaderboard(board: dict, order: list, scan: Scan, summary: dict | None) -> 
             "range": None if bounds is None else f"{bounds[0]:g} to {bounds[1]:g}",
             "interval": "95%" if conf is None else f"{100 * conf:g}%",
             "human": _human(board, metric) if calibrated else None,
-            "missing": summary is None, "reduction": summary.get("reduction") if summary else None}
+            "missing": summary is None, "reduction": summary.get("reduction") if summary else None,
+            "unit": unit_text(board.get("intervals"))}
 
 
-def _estimate(d: dict, metric: str, scan: Scan, model: str) -> dict | None:
-    """The model's mean of ``metric`` (summary.json's) with the interval of the scan's values (Student-t,
-    clipped to the metric's bounds: ragscale.stats.intervals.mean_interval)."""
+def _estimate(d: dict, metric: str, scan: Scan, model: str, intervals: Any = None) -> dict | None:
+    """The model's mean of ``metric`` (summary.json's) with its interval: summary.json's ``intervals``
+    (resampling the run's unit, ragscale.report.slices) when it has this one, else the Student-t interval
+    of the scan's values (clipped to the metric's bounds: ragscale.stats.intervals.mean_interval)."""
     mean = d["metrics"].get(metric)
     if mean is None:
         return None
-    dist = (scan.dists.get(metric) or {}).get(model)
-    ci = None if dist is None else mean_interval(metric, dist.n, dist.mean, dist.sd, (dist.lo, dist.hi))
+    ci, dist = kept_interval(intervals, model, metric), (scan.dists.get(metric) or {}).get(model)
+    if ci is None and dist is not None:
+        ci = mean_interval(metric, dist.n, dist.mean, dist.sd, (dist.lo, dist.hi))
     if ci is None or not all(map(math.isfinite, ci)):
         return {"mean": metric_value(metric, mean), "ci": None}
     return {"mean": metric_value(metric, mean), "ci": f"[{metric_value(metric, ci[0])}, {metric_value(metric, ci[1])}]"}

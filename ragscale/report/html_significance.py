@@ -32,9 +32,12 @@ def significance(summary: dict | None) -> dict | None:
         return None
     metrics = []
     for metric, pairs in block["metrics"].items():
-        rows = [_pair(str(metric), p) for p in pairs if isinstance(p, dict)] if isinstance(pairs, list) else []
+        unit = block.get("unit") if isinstance(block.get("unit"), dict) else {}
+        rows = [_pair(str(metric), p, unit.get("name")) for p in pairs if isinstance(p, dict)] \
+            if isinstance(pairs, list) else []
         if rows:
-            metrics.append({"metric": str(metric), "label": label(str(metric)), "rows": rows})
+            metrics.append({"metric": str(metric), "label": label(str(metric)), "rows": rows,
+                            "design_effect": _design_effect(pairs)})
     if not metrics:
         return None
     conf = number(block.get("confidence"))
@@ -44,9 +47,9 @@ def significance(summary: dict | None) -> dict | None:
             "settings": _settings(block, conf)}
 
 
-def _pair(metric: str, p: dict) -> dict:
+def _pair(metric: str, p: dict, unit: Any = None) -> dict:
     """One comparison; a significant one names the better model first (its difference and interval turned
-    around to match)."""
+    around to match); ``units``: " (4 conversations)" after the task count when whole units were resampled."""
     first, second = str(p.get("a")), str(p.get("b"))
     diff, ci = number(p.get("diff")), _interval(p.get("ci"))
     significant = p.get("significant") is True
@@ -61,15 +64,24 @@ def _pair(metric: str, p: dict) -> dict:
         "relation": ">" if significant and p.get("better") is not None else "≠",
         "first": first, "second": second,
         "n": n if isinstance(n, int) and not isinstance(n, bool) else None,
+        "units": _units(p.get("units"), unit),
         "means": ", ".join(f"{model}: {metric_value(metric, v)}" for model, v in means),
         "difference": "difference " + metric_value(metric, diff)
         + ("" if ci is None else f" [{metric_value(metric, ci[0])}, {metric_value(metric, ci[1])}]"),
-        "p": _p_text(p),
+        "p": p_text(p),
         "note": p.get("note") if isinstance(p.get("note"), str) else None,
     }
 
 
-def _p_text(p: dict) -> str:
+def _units(units: Any, unit: Any) -> str | None:
+    """" (4 conversations)" after a comparison's task count when a unit other than the task was resampled."""
+    if not isinstance(units, int) or isinstance(units, bool) or not isinstance(unit, str) or unit == "task":
+        return None
+    name = unit if units == 1 else (unit[:-1] + "ies" if unit.endswith("y") else unit + "s")
+    return f" ({units} {name})"
+
+
+def p_text(p: dict) -> str:
     """"adjusted p = 0.012" (the raw p when no adjusted one is given; "< 0.001" below 0.001)."""
     for key, name in (("p_adjusted", "adjusted p"), ("p", "p")):
         v = number(p.get(key))
@@ -78,9 +90,20 @@ def _p_text(p: dict) -> str:
     return ""
 
 
+def _design_effect(pairs: list) -> str | None:
+    """"design effect 2.1" (the median over the metric's comparisons of the variance of the mean
+    difference resampling whole units relative to independent tasks), None without one."""
+    import statistics
+
+    values = [v for p in pairs if isinstance(p, dict) for v in [number(p.get("design_effect"))] if v is not None]
+    return f"design effect {statistics.median(values):.2f}" if values else None
+
+
 def _settings(block: dict, conf: float | None) -> str:
-    """The block's confidence, alpha, correction and design as one line."""
-    parts = [] if conf is None else [f"{100 * conf:g}% confidence intervals"]
+    """The block's unit of resampling, confidence, alpha, correction and design as one line."""
+    unit = block.get("unit")
+    parts = [str(unit["text"])] if isinstance(unit, dict) and isinstance(unit.get("text"), str) else []
+    parts += [] if conf is None else [f"{100 * conf:g}% confidence intervals"]
     alpha = number(block.get("alpha"))
     if alpha is not None:
         parts.append(f"significance level α = {alpha:g}")

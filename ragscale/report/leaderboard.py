@@ -92,6 +92,10 @@ def format_markdown(summary: dict) -> str:
             vals.append(metric_value(ANS_ACC, d.get("answerability_accuracy")))
         rows.append(["–" if rank is None else str(rank), model, str(d["count"]), str(failed(d)), *vals])
     out += _md_table(["#", "model", "n", "errors", *cal_head, *shown, *([ANS_ACC] if acc else [])], rows, 2)
+    from ragscale.report.slices import markdown_lines as slice_lines
+
+    lost = slice_lines(summary)
+    out += ([""] + lost[:-1]) if lost else []  # where a model loses: first after the ranking
     if len(cols) > 1:
         dims = [label for label, present in (("answerability", any(b == "answerability" for b, _, _ in cols)),
                                              ("turn (Turn 1: first turn; Turn >1: later turns)",
@@ -117,6 +121,9 @@ def format_markdown(summary: dict) -> str:
         more = markdown_lines(calibrated_comparisons(summary), title="Significance, calibrated",
                               numbers="calibration/calibration.json")
         sig += ([""] if sig and more else []) + more
+    from ragscale.report.jury import markdown_lines as jury_lines
+
+    sig += jury_lines(summary)
     return "\n".join(out + ([""] + sig if sig else [])) + "\n"
 
 

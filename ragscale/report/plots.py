@@ -43,16 +43,24 @@ class BoxStats:
     ci: tuple[float, float] | None
 
 
-def box_stats(label: str, values: Sequence[float], metric: str | None = None) -> BoxStats:
+def box_stats(label: str, values: Sequence[float], metric: str | None = None,
+              units: Sequence[str | None] | None = None) -> BoxStats:
     """n, mean, median and the 95% t-interval of one box's values, clipped to ``metric``'s catalog
-    bounds (ragscale.stats.intervals.mean_interval)."""
+    bounds (ragscale.stats.intervals.mean_interval); resampling whole units (the cluster-robust
+    interval, ragscale.stats.clustered.cluster_mean) when ``units`` labels some of the values."""
     import numpy as np
 
     n = len(values)
     if n == 0:
         return BoxStats(label, 0, None, None, None)
     arr = np.asarray(values, dtype=float)
-    ci = t_interval(arr.tolist())
+    if units is not None and any(u is not None for u in units):
+        from ragscale.stats.clustered import cluster_codes, cluster_mean
+
+        est = cluster_mean(arr, cluster_codes(list(units)))
+        ci = None if est is None or est["ci"] is None else tuple(est["ci"])
+    else:
+        ci = t_interval(arr.tolist())
     ci = None if ci is None else clip(ci, bounds_of(metric), (float(arr.min()), float(arr.max())))
     return BoxStats(label, n, float(arr.mean()), float(np.median(arr)), ci)
 
@@ -65,10 +73,11 @@ def _fmt(v: float | None) -> str:
 
 
 def plot_runs(run_dirs: Sequence[str], output: str, *, metrics: Sequence[str] | None = None,
-              by_model: bool = False) -> dict[str, list[BoxStats]]:
+              by_model: bool = False, cluster_by: str | None = "conversation_id") -> dict[str, list[BoxStats]]:
     """Draw the comparison figure to ``output`` (format from its extension); return the
-    statistics drawn, per metric and box."""
-    data = load_runs(run_dirs, by_model=by_model, wanted=metrics or None)
+    statistics drawn, per metric and box (intervals resampling whole ``cluster_by`` units where the
+    records carry one)."""
+    data = load_runs(run_dirs, by_model=by_model, wanted=metrics or None, cluster_by=cluster_by)
     chosen = select_metrics(data, metrics)
     out_dir = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(out_dir):
@@ -105,7 +114,8 @@ def plot_runs(run_dirs: Sequence[str], output: str, *, metrics: Sequence[str] | 
     for idx in range(len(chosen), nrows * ncols):
         axs[idx // ncols][idx % ncols].set_visible(False)
     fig.suptitle("ragscale: metric comparison (error bars: 95% CI of the mean, Student-t within the metric's "
-                 "range, unadjusted; rates: Wilson)", fontsize=13)
+                 "range, whole conversations resampled where records carry one, unadjusted; rates: Wilson)",
+                 fontsize=13)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     try:
         fig.savefig(output, dpi=100)
@@ -118,7 +128,7 @@ def plot_runs(run_dirs: Sequence[str], output: str, *, metrics: Sequence[str] | 
 
 def _draw_box(ax, name, groups, cols, colors, positions, Line2D, Patch) -> tuple[list[BoxStats], list]:  # noqa: ANN001
     """Boxes, means and t-intervals of one metric on ``ax``; returns the stats and legend handles."""
-    stats = [box_stats(g.label, list(c), name) for g, c in zip(groups, cols)]
+    stats = [box_stats(g.label, list(c), name, g.units.get(name)) for g, c in zip(groups, cols)]
     present = [i for i, s in enumerate(stats) if s.n]
     bp = ax.boxplot([list(cols[i]) for i in present], positions=[positions[i] for i in present],
                     widths=0.6, patch_artist=True, showfliers=True,

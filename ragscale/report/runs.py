@@ -84,9 +84,11 @@ class Group:
 
     label: str
     values: dict[str, array] = field(default_factory=dict)
+    units: dict[str, list] = field(default_factory=dict)  # per value, its record's unit of resampling (or None)
 
-    def add(self, name: str, value: float) -> None:
+    def add(self, name: str, value: float, unit: str | None = None) -> None:
         self.values.setdefault(name, array("d")).append(value)
+        self.units.setdefault(name, []).append(unit)
 
 
 @dataclass
@@ -100,10 +102,13 @@ class PlotData:
     flags: set[str]
 
 
-def load_runs(run_dirs: Sequence[str], *, by_model: bool = False, wanted: Iterable[str] | None = None) -> PlotData:
+def load_runs(run_dirs: Sequence[str], *, by_model: bool = False, wanted: Iterable[str] | None = None,
+              cluster_by: str | None = None) -> PlotData:
     """Stream each run's records.jsonl into per-group value arrays (only ``wanted``
-    metrics when given, else all)."""
+    metrics when given, else all), each value with its record's ``cluster_by`` label (the unit its
+    interval resamples; ragscale.record_fields.field_label)."""
     from ragscale.io.output import iter_records
+    from ragscale.record_fields import field_label
     from ragscale.report.summary import record_scalar
 
     paths = [check_run_dir(d) for d in run_dirs]
@@ -135,6 +140,7 @@ def load_runs(run_dirs: Sequence[str], *, by_model: bool = False, wanted: Iterab
                         grp = per_model[model] = Group(f"{label}\n{model}" if len(run_dirs) > 1 else model)
                 else:
                     grp = run_group
+                unit = None if cluster_by is None else field_label(rec, cluster_by)
                 for name, value in metrics.items():
                     if want is not None and name not in want:
                         continue
@@ -145,7 +151,7 @@ def load_runs(run_dirs: Sequence[str], *, by_model: bool = False, wanted: Iterab
                     except (TypeError, ValueError):
                         continue
                     if v is not None and math.isfinite(v):
-                        grp.add(name, v)
+                        grp.add(name, v, unit)
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot read {path}: {exc}") from None
         groups.extend(sorted(per_model.values(), key=lambda g: g.label) if by_model else [run_group])

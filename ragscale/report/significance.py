@@ -29,7 +29,7 @@ from ragscale.stats.paired import CORRECTIONS, adjust, paired_tests
 METHOD = "paired bootstrap (BCa) + paired permutation test"
 FEW_TASKS = 10  # below this many paired tasks a comparison carries a note
 CSV_HEADER = ["metric", "a", "b", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p", "p_adjusted",
-              "correction", "significant", "better", "note"]
+              "correction", "significant", "better", "note", "unit", "units", "design_effect"]
 
 
 def check_settings(s: Any, prefix: str = "significance.") -> None:
@@ -74,14 +74,21 @@ def collected_metrics(run_metrics: Sequence[str]) -> list[str]:
 
 class PairedValues:
     """Per (model, metric) the value of each task, fed one record at a time (the report pass); memory:
-    one task index and one number per (record, metric)."""
+    one task index and one number per (record, metric). ``cluster_by``: the field whose value groups
+    tasks into the unit of resampling (a task's first record's value; None: every task its own unit);
+    ``slice_by``: the fields whose value (per task, its first record's) defines the slices
+    (ragscale.report.slices)."""
 
-    def __init__(self, metrics: Iterable[str]):
+    def __init__(self, metrics: Iterable[str], cluster_by: str | None = None, slice_by: Sequence[str] = ()):
         self.metrics = list(metrics)
         self.tasks: dict[str, int] = {}
         self.cols: dict[tuple[str, str], tuple[array, array]] = {}
         self.keyless = 0
         self._order: np.ndarray | None = None
+        self.cluster_by = cluster_by
+        self.slice_by = list(slice_by)
+        self.task_cluster: list[str | None] = []  # per task index: its unit's label (None: the task alone)
+        self.task_slices: dict[str, list[str | None]] = {f: [] for f in self.slice_by}
 
     def add(self, rec: dict, model: str | None = None) -> None:
         """One record (``model``: its name here, default its model_id)."""
@@ -96,6 +103,8 @@ class PairedValues:
             self.keyless += 1
             return
         task = self.tasks.setdefault(key, len(self.tasks))
+        if task == len(self.task_cluster):  # a new task: its unit and slices are its first record's
+            self._label(rec)
         model = str(rec.get("model_id")) if model is None else model
         metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
         for name in self.metrics:
@@ -111,6 +120,52 @@ class PairedValues:
                 idx, vals = self.cols.setdefault((model, name), (array("q"), array("d")))
                 idx.append(task)
                 vals.append(v)
+
+    def _label(self, rec: dict) -> None:
+        from ragscale.record_fields import field_label
+
+        self.task_cluster.append(None if self.cluster_by is None else field_label(rec, self.cluster_by))
+        for f in self.slice_by:
+            self.task_slices[f].append(field_label(rec, f))
+
+    def clusters(self) -> np.ndarray | None:
+        """Each task's unit of resampling as an int code, in :meth:`task_order`; None when no task has a
+        value of ``cluster_by`` (every task is then its own unit, as without it)."""
+        from ragscale.stats.clustered import cluster_codes
+
+        labels = [self.task_cluster[t] for t in self.task_order()]
+        if not any(v is not None for v in labels):
+            return None
+        return cluster_codes(labels)
+
+    def unit(self) -> dict:
+        """What the tests resample (summary.json, significance.csv, the report): the field, the unit's
+        name, how many units and tasks, and a sentence saying so."""
+        codes = self.clusters()
+        tasks = len(self.tasks)
+        if codes is None:
+            why = "" if self.cluster_by is None else f" (no record has {self.cluster_by})"
+            return {"by": None, "name": "task", "units": tasks, "tasks": tasks,
+                    "text": f"resampled by task: {tasks} task{'s' if tasks != 1 else ''}{why}"}
+        name = "conversation" if self.cluster_by == "conversation_id" else self.cluster_by
+        units = int(len(np.unique(codes)))
+        alone = sum(v is None for v in self.task_cluster)
+        text = f"resampled by {name}: {units} {_plural(name, units)} ({tasks} tasks)"
+        if alone:
+            text += f"; {alone} task{'s' if alone != 1 else ''} without {self.cluster_by}, each on its own"
+        return {"by": self.cluster_by, "name": name, "units": units, "tasks": tasks, "text": text}
+
+    def records(self, model: str, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """The model's values of ``metric``, one per record, and each one's task as its position in
+        :meth:`task_order` (empty arrays when it has none), ordered by task and value."""
+        if (model, metric) not in self.cols:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        idx, vals = (np.frombuffer(c, dtype=t) for c, t in zip(self.cols[(model, metric)], (np.int64, float)))
+        pos = np.empty(len(self.tasks), dtype=np.int64)
+        pos[self.task_order()] = np.arange(len(self.tasks))
+        at = pos[idx]
+        order = np.lexsort((vals, at))  # by task, then value: the same arrays whatever order the records came in
+        return at[order], vals[order]
 
     def rename(self, names: dict[str, str]) -> None:
         """Rename models (``{old: new}``)."""
@@ -152,25 +207,42 @@ def compare(order: Sequence[str], values: PairedValues, settings: Any,
     pairs = list(combinations(order, 2)) if all_pairs else [(order[0], m) for m in order[1:]]
     block: dict[str, Any] = {"method": METHOD, "confidence": settings.confidence, "alpha": settings.alpha,
                              "correction": settings.correction, "design": "all-pairs" if all_pairs else "vs-leader",
-                             "resamples": settings.resamples, "metrics": {}}
-    queued: list[tuple[dict, np.ndarray]] = []
+                             "resamples": settings.resamples, "unit": values.unit(), "metrics": {}}
+    codes = values.clusters()
+    queued: list[tuple[dict, np.ndarray, np.ndarray | None]] = []
     for metric in metrics:
         rows = {model: values.row(model, metric) for model in order}
         entries = []
         for a, b in pairs:
             both = ~np.isnan(rows[a]) & ~np.isnan(rows[b])
-            entry = _entry(a, b, rows[a][both], rows[b][both])
+            entry = pair_entry(a, b, rows[a][both], rows[b][both])
             if entry["n"] >= 2:
-                queued.append((entry, rows[a][both] - rows[b][both]))
+                queued.append((entry, rows[a][both] - rows[b][both], None if codes is None else codes[both]))
             entries.append(entry)
         block["metrics"][metric] = entries
-    results = paired_tests([d for _, d in queued], resamples=settings.resamples, confidence=settings.confidence,
-                           seed=settings.seed)
-    for (entry, _), (lo, hi, p) in zip(queued, results):
-        entry["ci"], entry["p"] = [lo, hi], p
+    run_tests(queued, settings)
     for metric, entries in block["metrics"].items():
         decide(metric, entries, settings)
     return block
+
+
+def run_tests(queued: Sequence[tuple[dict, np.ndarray, np.ndarray | None]], settings: Any) -> None:
+    """Fill each queued entry's ``ci`` and ``p`` from its per-task differences: whole units resampled
+    when its clusters are given (ragscale.stats.clustered, with ``units`` and ``design_effect``: the
+    variance of the mean difference relative to independent tasks), else tasks
+    (ragscale.stats.paired)."""
+    from ragscale.stats.clustered import cluster_paired_tests, design_effect
+
+    plain = [(e, d) for e, d, c in queued if c is None]
+    grouped = [(e, d, c) for e, d, c in queued if c is not None]
+    kw = {"resamples": settings.resamples, "confidence": settings.confidence, "seed": settings.seed}
+    for (entry, _), (lo, hi, p) in zip(plain, paired_tests([d for _, d in plain], **kw)):
+        entry["ci"], entry["p"] = [lo, hi], p
+    results = cluster_paired_tests([d for _, d, _ in grouped], [c for _, _, c in grouped], **kw) if grouped else []
+    for (entry, d, c), (lo, hi, p) in zip(grouped, results):
+        entry["ci"], entry["p"] = [lo, hi], p
+        entry["units"] = int(len(np.unique(c)))
+        entry["design_effect"] = design_effect(d, c)
 
 
 def decide(metric: str, entries: list[dict], settings: Any) -> None:
@@ -186,7 +258,7 @@ def decide(metric: str, entries: list[dict], settings: Any) -> None:
             e["better"] = e["a"] if (e["diff"] > 0) == up else e["b"]
 
 
-def _entry(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> dict:
+def pair_entry(a: str, b: str, va: np.ndarray, vb: np.ndarray) -> dict:
     """One comparison before its test: the models, n, the means over the paired tasks and a note."""
     n = len(va)
     mean_a, mean_b = (float(v.mean()) if n else None for v in (va, vb))
@@ -228,14 +300,16 @@ def markdown_lines(summary: dict, title: str = "Significance", numbers: str = "s
         return []
     out = [f"## {title}", ""]
     for m in ctx["metrics"]:
-        out += [f"### {m['label']}" + (f" ({m['metric']})" if m["label"] != m["metric"] else ""), ""]
+        out += [f"### {m['label']}" + (f" ({m['metric']})" if m["label"] != m["metric"] else "")
+                + (f", {m['design_effect']}" if m.get("design_effect") else ""), ""]
         for r in m["rows"]:
             first, second = visible(r["first"]), visible(r["second"])
             if r["significant"]:
                 line = f"- **{first} {r['relation']} {second}**, {r['difference']}"
             else:
                 tasks = "" if r["n"] is None else f"{r['n']} "
-                line = f"- {first} vs {second}: not distinguishable on these {tasks}tasks ({r['difference']}"
+                line = (f"- {first} vs {second}: not distinguishable on these {tasks}tasks{r.get('units') or ''} "
+                        f"({r['difference']}")
             line += (f", {r['p']}" if r["p"] else "") + ("" if r["significant"] else ")")
             out.append(line + (f" — {r['note']}" if r["note"] else ""))
         out.append("")
@@ -264,14 +338,20 @@ def significant_lines(summary: dict, limit: int = 20) -> list[str]:
 def csv_rows(block: dict) -> list[list]:
     """significance.csv's rows (header: CSV_HEADER), one per metric and pair."""
     rows = []
+    unit = (block.get("unit") or {}).get("name") or "task"
     for metric, entries in block["metrics"].items():
         for e in entries:
             ci = e.get("ci") or [None, None]
             rows.append([metric, e["a"], e["b"], e["n"], *(_num(e.get(k)) for k in ("mean_a", "mean_b", "diff")),
                          _num(ci[0]), _num(ci[1]), _num(e.get("p")), _num(e.get("p_adjusted")), block["correction"],
-                         e["significant"], e.get("better") or "", e.get("note") or ""])
+                         e["significant"], e.get("better") or "", e.get("note") or "", unit,
+                         e.get("units", e["n"] if e.get("p") is not None else ""), _num(e.get("design_effect"))])
     return rows
 
 
 def _num(v: float | None) -> str:
     return "" if v is None else f"{v:.6g}"
+
+
+def _plural(name: str, n: int) -> str:
+    return name if n == 1 else (name[:-1] + "ies" if name.endswith("y") and name[-2:-1] not in "aeiou" else name + "s")

@@ -36,13 +36,16 @@ TREC_STEPS = ("retrieval", "nuggets", "citation", "hallucination", "no_answer")
 class ReportSettings:
     """What the report pass writes, decided at plan time (``RunPlan.reports``): the config's
     ``significance``, ``calibration`` and ``agreement`` blocks (ragscale.config's dataclasses),
-    ``trec.export_csv`` and ``html_report``."""
+    ``trec.export_csv``, ``html_report``, the unit of resampling (``cluster_by``: a field, or None for
+    every task on its own) and the ``slices`` block (ragscale.config.SlicesConf)."""
 
     significance: Any
     calibration: Any
     agreement: Any
     export_csv: bool = True
     html_report: bool = True
+    cluster_by: str | None = None
+    slices: Any = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,8 @@ def _open_agreement(settings: ReportSettings, plan: Any, out_dir: str) -> Sink |
         paths = write_outputs(sink.finish(), os.path.join(done.out_dir, "agreement"))
         return [done.rel(p) for p in sorted(paths.values())]
 
-    return _Fed("agreement", AgreementSink(out_dir, a.human, list(a.pairs), n_boot=a.bootstrap, seed=a.seed), write)
+    return _Fed("agreement", AgreementSink(out_dir, a.human, list(a.pairs), n_boot=a.bootstrap, seed=a.seed,
+                                           cluster_by=settings.cluster_by), write)
 
 
 def _check_agreement(settings: ReportSettings, metrics: Sequence[str]) -> None:
@@ -246,14 +250,24 @@ class Outputs:
         if self.settings.significance.enabled:
             from ragscale.report.significance import PairedValues, collected_metrics
 
-            self.paired = PairedValues(collected_metrics(self.metrics))
+            slices = self.settings.slices
+            # the compared metrics first (the tests'), then every metric for the intervals of its means
+            self.paired = PairedValues(list(dict.fromkeys(collected_metrics(self.metrics) + self.metrics)),
+                                       cluster_by=self.settings.cluster_by,
+                                       slice_by=list(getattr(slices, "by", None) or []))
+        self.jury = None  # the judge panel's agreement (ragscale.report.jury)
+        if plan.panel_columns():
+            from ragscale.report.jury import JuryValues, panel_of
+
+            self.jury = JuryValues(panel_of(plan.panel_columns()))
         self.calibration = None  # human-calibrated estimates (ragscale.report.calibration)
         c = self.settings.calibration
         if c.human:
             from ragscale.report.calibration import CalibrationSink
 
             try:
-                self.calibration = CalibrationSink(c.human, list(c.pairs), list(c.map), self.metrics, c)
+                self.calibration = CalibrationSink(c.human, list(c.pairs), list(c.map), self.metrics, c,
+                                                   cluster_by=self.settings.cluster_by)
             except Exception as e:  # noqa: BLE001 - reported, never fatal
                 self._warn_calibration(e)
         self.sinks: dict[str, tuple[str, Sink]] = {}  # SinkSpec.key -> (what a warning calls it, sink)
@@ -287,12 +301,13 @@ class Outputs:
                     except Exception as e:  # noqa: BLE001 - reported, never fatal
                         self._warn_calibration(e)
                         self.calibration = None
-                if self.paired is not None:
-                    try:
-                        self.paired.add(rec)
-                    except Exception as e:  # noqa: BLE001 - reported, never fatal
-                        self.fail("significance", e)
-                        self.paired = None
+                for name, label in (("paired", "significance"), ("jury", "jury")):
+                    if getattr(self, name) is not None:
+                        try:
+                            getattr(self, name).add(rec)
+                        except Exception as e:  # noqa: BLE001 - reported, never fatal
+                            self.fail(label, e)
+                            setattr(self, name, None)
                 for key, (label, sink) in list(self.sinks.items()):
                     try:
                         sink.add(rec)
@@ -305,7 +320,8 @@ class Outputs:
     def finish_summary(self, consistency: dict | None = None) -> dict:
         """Write summary.json and summary.csv (with the significance block); returns the summary."""
         summary = self.summary.finish(consistency, self._significance if self.paired is not None else None,
-                                      self._calibrate if self.calibration is not None else None)
+                                      self._calibrate if self.calibration is not None else None,
+                                      self._inference)
         repeats = (summary.get("duplicates") or {}).get("records")
         if repeats:
             self.printer(f"[ragscale] warning: {repeats} record{' repeats' if repeats == 1 else 's repeat'} an "
@@ -348,6 +364,12 @@ class Outputs:
         self.printer(f"[ragscale] significance: {tests} paired comparisons ({block['design']}, "
                      f"{len(block['metrics'])} metric(s), {block['resamples']} resamples) in {time.time() - t0:.1f}s")
         return block
+
+    def _inference(self, summary: dict) -> dict:
+        """summary.json's ``intervals``, ``slices`` and ``jury`` (ragscale.report.slices); a failure is a warning."""
+        from ragscale.report.slices import summary_blocks
+
+        return summary_blocks(summary, self.paired, self.jury, self.settings, self.printer, self.fail)
 
     def finish_reports(self, summary: dict, run_info: dict) -> dict:
         """Finish every report sink in :data:`SINKS` order; returns run.json's ``outputs`` (paths

@@ -297,10 +297,12 @@ class SummarySink:
 
     def finish(self, consistency: dict | None = None,
                significance: Callable[[dict], dict | None] | None = None,
-               calibration: Callable[[dict], dict | None] | None = None) -> dict:
+               calibration: Callable[[dict], dict | None] | None = None,
+               inference: Callable[[dict], dict] | None = None) -> dict:
         """Write summary.json and summary.csv (records.parquet closed); return the summary.
         ``calibration(summary)`` gives its ``calibration`` block (ragscale.report.calibration),
-        then ``significance(summary)`` its ``significance`` block (ragscale.report.significance)."""
+        then ``significance(summary)`` its ``significance`` block (ragscale.report.significance),
+        then ``inference(summary)`` its ``intervals`` and ``slices`` blocks (ragscale.report.slices)."""
         self.close()
         metrics, overall_turn = self.metrics, self.overall_turn
         for model, n in self.unreadable.owned().items():
@@ -336,6 +338,8 @@ class SummarySink:
         block = significance(summary) if significance is not None else None
         if block is not None:
             summary["significance"] = block
+        if inference is not None:
+            summary.update(inference(summary))
         with open(os.path.join(out_dir, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2)
         with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as fh:

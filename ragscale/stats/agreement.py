@@ -12,6 +12,14 @@ An undefined statistic (fewer than 2 records, a NaN, a constant side, chance agr
 (paired, ``n_boot`` resamples, fixed seed, the same resamples for every statistic), BCa; where
 BCa is undefined (a resample on which the statistic is undefined, or a degenerate jackknife) the
 percentile interval of the defined replicates, with the undefined ones counted.
+
+Records are not independent when several are turns of one conversation: given each record's
+cluster (``clusters``, int codes; :func:`ragscale.stats.clustered.cluster_codes`), the bootstrap
+resamples whole clusters instead (:func:`cluster_bootstrap`: G clusters drawn with replacement,
+their records concatenated, every statistic recomputed on the resample), BCa with the acceleration
+from the leave-one-cluster-out jackknife (scipy's formulas, clusters in place of records), the
+percentile interval where BCa is undefined, as above. Clusters that each hold one record are
+scipy's record bootstrap itself (the same floats as without clusters).
 """
 
 from __future__ import annotations
@@ -115,10 +123,11 @@ def is_binary(human: Sequence[float], metric: Sequence[float]) -> bool:
 
 def statistics_for(human: Sequence[float], metric: Sequence[float], *, scale: Iterable[float] | None = None,
                    categorical: bool | None = None, binary: bool | None = None, n_boot: int = 1000,
-                   seed: int = 0, confidence: float = 0.95) -> dict:
+                   seed: int = 0, confidence: float = 0.95, clusters: Sequence[int] | None = None) -> dict:
     """Every applicable statistic of paired (human, metric) values, each as ``{"value", "ci": [lo, hi] |
     None, "reason"?, "ci_method"?, "boot_undefined"?}``; inapplicable ones absent.
-    ``categorical`` / ``binary`` (kappa / accuracy apply) are decided from the data when ``None``."""
+    ``categorical`` / ``binary`` (kappa / accuracy apply) are decided from the data when ``None``.
+    ``clusters``: each record's unit of resampling (int codes; None: every record alone)."""
     h, m = np.asarray(human, float), np.asarray(metric, float)
     n = len(h)
     fns: dict[str, Callable[[Any, Any], float | None]] = {"spearman": spearman, "kendall": kendall_tau_b}
@@ -136,7 +145,7 @@ def statistics_for(human: Sequence[float], metric: Sequence[float], *, scale: It
     live = [name for name in fns if out[name]["value"] is not None]
     if live and n_boot > 0:
         for name, (ci, method, undefined) in zip(live, _bootstrap(h, m, [fns[k] for k in live], n_boot, seed,
-                                                                  confidence)):
+                                                                  confidence, clusters)):
             out[name].update({"ci": ci, "boot_undefined": undefined})
             if ci is not None:
                 out[name]["ci_method"] = method
@@ -144,11 +153,19 @@ def statistics_for(human: Sequence[float], metric: Sequence[float], *, scale: It
 
 
 def _bootstrap(h: np.ndarray, m: np.ndarray, fns: list[Callable[[Any, Any], float | None]], n_boot: int, seed: int,
-               confidence: float) -> list[tuple[list[float] | None, str, int]]:
+               confidence: float, clusters: Sequence[int] | None = None) -> list[tuple[list[float] | None, str, int]]:
     """(interval, "BCa" | "percentile", undefined replicates) per statistic: one paired
-    ``scipy.stats.bootstrap`` over records for all of them (the same resamples), BCa; the percentile
-    interval of the defined replicates where BCa is undefined."""
+    ``scipy.stats.bootstrap`` over records for all of them (the same resamples), or
+    :func:`cluster_bootstrap` when ``clusters`` group some records; BCa, the percentile interval of
+    the defined replicates where BCa is undefined."""
     from scipy import stats
+
+    if clusters is not None:
+        codes = np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+        if len(codes) != len(h):
+            raise ValueError(f"{len(h)} records but {len(codes)} cluster codes")
+        if codes.max(initial=-1) + 1 < len(h):  # some cluster holds several records
+            return cluster_bootstrap(h, m, fns, codes, n_boot, seed, confidence)
 
     def statistic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.array([np.nan if (v := fn(a, b)) is None else v for fn in fns])
@@ -168,6 +185,54 @@ def _bootstrap(h: np.ndarray, m: np.ndarray, fns: list[Callable[[Any, Any], floa
         elif len(reps):
             out.append(([float(np.quantile(reps, alpha)), float(np.quantile(reps, 1 - alpha))], "percentile",
                         n_boot - len(reps)))
+        else:
+            out.append((None, "percentile", n_boot))
+    return out
+
+
+def cluster_bootstrap(h: np.ndarray, m: np.ndarray, fns: list[Callable[[Any, Any], float | None]], codes: np.ndarray,
+                      n_boot: int, seed: int, confidence: float) -> list[tuple[list[float] | None, str, int]]:
+    """:func:`_bootstrap`'s result resampling whole clusters (``codes``: 0 .. G-1 per record): each of
+    ``n_boot`` resamples draws G clusters with replacement (``numpy.random.default_rng(seed)``) and
+    concatenates their records; BCa as scipy computes it (z0 from the share of replicates below the
+    estimate, ties counted half; the acceleration ``sum u**3 / (6 * (sum u**2)**1.5)`` of the
+    leave-one-cluster-out jackknife deviations u), the percentile interval of the defined replicates
+    where a replicate, a jackknife value or the BCa levels are undefined."""
+    from scipy.special import ndtr, ndtri
+
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        a, b = h[idx], m[idx]
+        return np.array([np.nan if (v := fn(a, b)) is None else v for fn in fns])
+
+    g = int(codes.max()) + 1
+    order = np.argsort(codes, kind="stable")  # records by cluster: cluster c is order[start[c]:start[c] + size[c]]
+    size = np.bincount(codes, minlength=g)
+    start = np.cumsum(size) - size
+    rng = np.random.default_rng(seed)
+    theta = statistic(np.arange(len(h)))
+    boot = np.empty((len(fns), n_boot))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for b in range(n_boot):
+            drawn = rng.integers(0, g, g)
+            sizes = size[drawn]
+            offset = np.repeat(start[drawn] - (np.cumsum(sizes) - sizes), sizes)
+            boot[:, b] = statistic(order[offset + np.arange(int(sizes.sum()))])
+        jack = np.stack([statistic(np.flatnonzero(codes != c)) for c in range(g)], axis=1)  # (stats, G)
+        u = jack.mean(axis=1, keepdims=True) - jack
+        accel = (u ** 3).sum(axis=1) / (6.0 * (u ** 2).sum(axis=1) ** 1.5)
+        z0 = ndtri(((boot < theta[:, None]).sum(axis=1) + (boot <= theta[:, None]).sum(axis=1)) / (2.0 * n_boot))
+        z = ndtri((1 - confidence) / 2)
+        levels = (ndtr(z0 + (z0 + z) / (1 - accel * (z0 + z))), ndtr(z0 + (z0 - z) / (1 - accel * (z0 - z))))
+    alpha = (1 - confidence) / 2
+    out: list[tuple[list[float] | None, str, int]] = []
+    for i, reps in enumerate(boot):
+        defined = reps[np.isfinite(reps)]
+        lo_level, hi_level = float(levels[0][i]), float(levels[1][i])
+        if len(defined) == n_boot and math.isfinite(lo_level) and math.isfinite(hi_level):
+            out.append(([float(np.quantile(reps, lo_level)), float(np.quantile(reps, hi_level))], "BCa", 0))
+        elif len(defined):
+            out.append(([float(np.quantile(defined, alpha)), float(np.quantile(defined, 1 - alpha))], "percentile",
+                        n_boot - len(defined)))
         else:
             out.append((None, "percentile", n_boot))
     return out

@@ -27,15 +27,15 @@ import numpy as np
 
 CHUNK = 1 << 22  # resampled entries held at once (32 MiB of float64)
 GATHER_ROWS = 4  # comparisons of one size from which on bootstrap means are a matrix product
-CORRECTIONS = ("holm", "bonferroni", "none")
+CORRECTIONS = ("holm", "bonferroni", "none", "bh")
 
 
-def _rng(seed: int, n: int, stream: int) -> np.random.Generator:
+def resample_rng(seed: int, n: int, stream: int) -> np.random.Generator:
     """The generator of one kind of resample (0: bootstrap, 1: sign flips) for comparisons of n tasks."""
     return np.random.default_rng([seed, n, stream])
 
 
-def _steps(total: int, per: int) -> list[tuple[int, int]]:
+def chunk_steps(total: int, per: int) -> list[tuple[int, int]]:
     """(start, size) chunks of ``total`` resamples of ``per`` entries each, CHUNK entries at most."""
     step = max(1, min(total, CHUNK // max(per, 1)))
     return [(s, min(step, total - s)) for s in range(0, total, step)]
@@ -49,12 +49,12 @@ def bootstrap_means(d: np.ndarray, resamples: int, rng: np.random.Generator) -> 
     k, n = d.shape
     out = np.empty((k, resamples))
     if k < GATHER_ROWS:
-        for start, size in _steps(resamples, n):
+        for start, size in chunk_steps(resamples, n):
             idx = rng.integers(0, n, (size, n))
             for j in range(k):
                 out[j, start:start + size] = np.take(d[j], idx).mean(axis=-1)
         return out
-    for start, size in _steps(resamples, n):
+    for start, size in chunk_steps(resamples, n):
         idx = rng.integers(0, n, (size, n))
         counts = np.bincount((idx + (np.arange(size) * n)[:, None]).ravel(), minlength=size * n)
         out[:, start:start + size] = d @ counts.reshape(size, n).T.astype(float) / n
@@ -81,13 +81,13 @@ def bca_interval(d: np.ndarray, boot: np.ndarray, confidence: float) -> tuple[np
     bad = ~(np.isfinite(lo_level) & np.isfinite(hi_level))
     lo_level[bad], hi_level[bad] = (1 - confidence) / 2, (1 + confidence) / 2
     ordered = np.sort(boot, axis=1)
-    lo, hi = _quantile(ordered, lo_level), _quantile(ordered, hi_level)
+    lo, hi = row_quantile(ordered, lo_level), row_quantile(ordered, hi_level)
     flat = ss == 0
     lo[flat], hi[flat] = theta[flat], theta[flat]
     return lo, hi
 
 
-def _quantile(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
+def row_quantile(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Row i's quantile ``q[i]`` of sorted rows, linear interpolation (numpy's and scipy's default)."""
     pos = q * (ordered.shape[1] - 1)
     below = np.clip(np.floor(pos).astype(int), 0, ordered.shape[1] - 1)
@@ -107,7 +107,7 @@ def signflip_pvalues(d: np.ndarray, resamples: int, rng: np.random.Generator) ->
     greater = np.zeros(k, dtype=np.int64)
     exact = n < 63 and 2 ** n <= resamples
     total = 2 ** n if exact else resamples
-    for start, size in _steps(total, n):
+    for start, size in chunk_steps(total, n):
         if exact:  # every sign pattern once: the bits of start .. start + size - 1
             flips = (np.arange(start, start + size)[:, None] >> np.arange(n)[None, :]) & 1
         else:  # a random bit per task, drawn packed
@@ -130,21 +130,24 @@ def paired_tests(diffs: Sequence[np.ndarray], *, resamples: int, confidence: flo
     for n in sorted(by_n):
         rows = by_n[n]
         d = np.stack([np.asarray(diffs[i], dtype=float) for i in rows])
-        lo, hi = bca_interval(d, bootstrap_means(d, resamples, _rng(seed, n, 0)), confidence)
-        p = signflip_pvalues(d, resamples, _rng(seed, n, 1))
+        lo, hi = bca_interval(d, bootstrap_means(d, resamples, resample_rng(seed, n, 0)), confidence)
+        p = signflip_pvalues(d, resamples, resample_rng(seed, n, 1))
         for j, i in enumerate(rows):
             out[i] = (float(lo[j]), float(hi[j]), float(p[j]))
     return out  # type: ignore[return-value]
 
 
 def adjust(pvalues: Sequence[float], correction: str) -> list[float]:
-    """p-values adjusted for multiple comparisons: Holm's step-down, Bonferroni, or none."""
+    """p-values adjusted for multiple comparisons: Holm's step-down (family-wise error), Bonferroni,
+    Benjamini-Hochberg's step-up ("bh", false discovery rate: :func:`benjamini_hochberg`), or none."""
     p = np.asarray(pvalues, dtype=float)
     m = len(p)
     if correction == "none" or m == 0:
         return p.tolist()
     if correction == "bonferroni":
         return np.minimum(1.0, p * m).tolist()
+    if correction == "bh":
+        return benjamini_hochberg(p).tolist()
     if correction != "holm":
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
     order = np.argsort(p, kind="stable")
@@ -152,3 +155,19 @@ def adjust(pvalues: Sequence[float], correction: str) -> list[float]:
     out = np.empty(m)
     out[order] = stepped
     return out.tolist()
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (the project's one definition of BH): the i-th smallest
+    p times m / i, made monotone from the largest down (step-up), capped at 1; as statsmodels'
+    ``multipletests(method="fdr_bh")``. Ties keep their input order (a stable sort)."""
+    p = np.asarray(p, dtype=float)
+    m = len(p)
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * m / np.arange(1, m + 1)
+    stepped = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    out = np.empty(m)
+    out[order] = stepped
+    return out

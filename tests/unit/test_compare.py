@@ -85,7 +85,7 @@ def test_several_models_in_a_run_are_named_dir_slash_model(tmp_path, capsys):
     ("no_keys", "no record has a task_id, query_id or conversation_id + turn to pair by"),
     ("metric", "unknown metric 'RB_ag' (did you mean 'RB_agg'?)"),
     ("resamples", "--resamples must be an integer >= 100, got 3"),
-    ("correction", "--correction must be one of holm, bonferroni, none, got 'sidak'"),
+    ("correction", "--correction must be one of holm, bonferroni, none, bh, got 'sidak'"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, setup, message):
     a = write_run(tmp_path / "a", "m1", [0.1, 0.2, 0.3])

@@ -19,7 +19,7 @@ from ragscale.stats import paired as st
 from ragscale.stats.intervals import rng_arg
 from ragscale.report.summary import SummarySink
 
-BLOCK_KEYS = ["method", "confidence", "alpha", "correction", "design", "resamples", "metrics"]
+BLOCK_KEYS = ["method", "confidence", "alpha", "correction", "design", "resamples", "unit", "metrics"]
 ENTRY_KEYS = {"a", "b", "n", "mean_a", "mean_b", "diff", "ci", "p", "p_adjusted", "significant", "better"}
 
 
@@ -79,7 +79,7 @@ def test_bootstrap_interval_equals_scipys_paired_bca(kind):
         b = (rng.random(n) < 0.6).astype(float)
     lo, hi, p = st.paired_tests([a - b], resamples=2000, confidence=0.95, seed=4)[0]
     ref = stats.bootstrap((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, vectorized=True,
-                          n_resamples=2000, method="BCa", **{k: st._rng(4, n, 0) for k in rng_arg(0)})
+                          n_resamples=2000, method="BCa", **{k: st.resample_rng(4, n, 0) for k in rng_arg(0)})
     assert (lo, hi) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), abs=1e-9)
     assert 0 < p <= 1
 
@@ -285,7 +285,7 @@ def test_compared_metrics_are_the_leaderboards():
     ("resamples", 5, "significance.resamples must be an integer >= 100, got 5"),
     ("confidence", 1.0, "significance.confidence must be a number between 0 and 1 (exclusive), got 1.0"),
     ("alpha", 0, "significance.alpha must be a number between 0 and 1"),
-    ("correction", "sidak", "significance.correction must be one of holm, bonferroni, none, got 'sidak'"),
+    ("correction", "sidak", "significance.correction must be one of holm, bonferroni, none, bh, got 'sidak'"),
     ("all_pairs_max_models", 1, "significance.all_pairs_max_models must be an integer >= 2"),
     ("seed", -1, "significance.seed must be an integer >= 0"),
     ("enabled", "yes", "significance.enabled must be true or false"),

@@ -18,8 +18,14 @@ def test_rows_exactly():
     rows = csv_rows(block)
     assert rows == [
         ["RB_agg", "m1", "m2", 30, "0.123457", "0.1", "0.0234568", "0.0011", "0.04", "0.0012345", "0.003", "holm", True,
-         "m1", ""],
-        ["RB_agg", "m1", "m3", 1, "0.5", "", "", "", "", "", "", "holm", False, "", "fewer than 2 paired tasks"],
-        ["Length", "m2", "m3", 5, "1.23457e+07", "1e-07", "-2", "-3", "-1", "1", "1", "holm", False, "", ""],
+         "m1", "", "task", 30, ""],
+        ["RB_agg", "m1", "m3", 1, "0.5", "", "", "", "", "", "", "holm", False, "", "fewer than 2 paired tasks",
+         "task", "", ""],
+        ["Length", "m2", "m3", 5, "1.23457e+07", "1e-07", "-2", "-3", "-1", "1", "1", "holm", False, "", "", "task", 5,
+         ""],
     ]
     assert all(len(r) == len(CSV_HEADER) for r in rows)
+    # resampled by conversation: the unit, the number of conversations and the design effect
+    block["unit"] = {"name": "conversation"}
+    block["metrics"]["RB_agg"][0].update(units=7, design_effect=2.25)
+    assert csv_rows(block)[0][-3:] == ["conversation", 7, "2.25"]
