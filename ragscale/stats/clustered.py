@@ -31,7 +31,8 @@ from typing import Sequence
 import numpy as np
 
 from ragscale.stats.intervals import t_ppf
-from ragscale.stats.paired import chunk_steps, paired_tests, resample_rng, row_quantile
+from ragscale.stats.paired import (chunk_steps, flip_count, paired_tests, resample_rng, row_quantile, sign_flips,
+                                   two_sided_p)
 
 
 def cluster_codes(labels: Sequence[object]) -> np.ndarray:
@@ -162,21 +163,14 @@ def cluster_signflip_pvalues(sums: np.ndarray, counts: np.ndarray, resamples: in
     gamma = np.abs(observed) * np.finfo(float).eps * 100
     less = np.zeros(k, dtype=np.int64)
     greater = np.zeros(k, dtype=np.int64)
-    exact = g < 63 and 2 ** g <= resamples
-    count = 2 ** g if exact else resamples
-    for start, size in chunk_steps(count, g):
-        if exact:  # every sign pattern once: the bits of start .. start + size - 1
-            flips = (np.arange(start, start + size)[:, None] >> np.arange(g)[None, :]) & 1
-        else:  # a random bit per cluster, drawn packed
-            flips = np.unpackbits(rng.integers(0, 256, (size, (g + 7) // 8), dtype=np.uint8), axis=1)[:, :g]
+    exact, count = flip_count(g, resamples)
+    for flips in sign_flips(g, resamples, rng):
         flips = flips.astype(float)
         for j in range(k):
             null = (total[j] - 2.0 * (flips @ sums[j])) / n[j]
             less[j] += int((null <= observed[j] + gamma[j]).sum())
             greater[j] += int((null >= observed[j] - gamma[j]).sum())
-    adjust = 0 if exact else 1
-    p = 2 * np.minimum(less + adjust, greater + adjust) / (count + adjust)
-    return np.clip(p, 0.0, 1.0)
+    return two_sided_p(less, greater, exact, count)
 
 
 def cluster_paired_tests(diffs: Sequence[np.ndarray], clusters: Sequence[np.ndarray], *, resamples: int,

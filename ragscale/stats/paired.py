@@ -105,16 +105,34 @@ def signflip_pvalues(d: np.ndarray, resamples: int, rng: np.random.Generator) ->
     gamma = np.abs(observed) * np.finfo(float).eps * 100
     less = np.zeros(k, dtype=np.int64)
     greater = np.zeros(k, dtype=np.int64)
-    exact = n < 63 and 2 ** n <= resamples
-    total = 2 ** n if exact else resamples
-    for start, size in chunk_steps(total, n):
-        if exact:  # every sign pattern once: the bits of start .. start + size - 1
-            flips = (np.arange(start, start + size)[:, None] >> np.arange(n)[None, :]) & 1
-        else:  # a random bit per task, drawn packed
-            flips = np.unpackbits(rng.integers(0, 256, (size, (n + 7) // 8), dtype=np.uint8), axis=1)[:, :n]
+    exact, total = flip_count(n, resamples)
+    for flips in sign_flips(n, resamples, rng):
         null = (d.sum(axis=1)[:, None] - 2.0 * (d @ flips.T.astype(float))) / n  # (K, size): sum of +-d over n
         less += (null <= (observed + gamma)[:, None]).sum(axis=1)
         greater += (null >= (observed - gamma)[:, None]).sum(axis=1)
+    return two_sided_p(less, greater, exact, total)
+
+
+def flip_count(n: int, resamples: int) -> tuple[bool, int]:
+    """Whether the sign flips of ``n`` values are enumerated (2**n <= resamples) and how many there are."""
+    exact = n < 63 and 2 ** n <= resamples
+    return exact, 2 ** n if exact else resamples
+
+
+def sign_flips(n: int, resamples: int, rng: np.random.Generator):  # noqa: ANN201 - a generator of arrays
+    """The sign patterns of a sign-flip test of ``n`` values, in chunks of (size, n) 0/1 arrays: every
+    pattern once when enumerated (:func:`flip_count`), else ``resamples`` random ones, drawn packed."""
+    exact, total = flip_count(n, resamples)
+    for start, size in chunk_steps(total, n):
+        if exact:  # every sign pattern once: the bits of start .. start + size - 1
+            yield (np.arange(start, start + size)[:, None] >> np.arange(n)[None, :]) & 1
+        else:
+            yield np.unpackbits(rng.integers(0, 256, (size, (n + 7) // 8), dtype=np.uint8), axis=1)[:, :n]
+
+
+def two_sided_p(less: np.ndarray, greater: np.ndarray, exact: bool, total: int) -> np.ndarray:
+    """The two-sided p-value from the counts of patterns at or below / above the observed statistic,
+    scipy.stats.permutation_test's way: exact when enumerated, else (count + 1) / (resamples + 1)."""
     adjust = 0 if exact else 1
     p = 2 * np.minimum(less + adjust, greater + adjust) / (total + adjust)
     return np.clip(p, 0.0, 1.0)
