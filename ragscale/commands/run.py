@@ -26,7 +26,7 @@ MAIN_KEYS = (
     ("overwrite=true", "start afresh in an output_dir that holds a previous run"),
     ("cluster=NAME", "where the work runs (above)"),
     ("encoder=NAME", "the BERTScore encoder (ragscale/conf/encoder/)"),
-    ("+judge_panel=NAME", "a panel of judges for RB_llm (ragscale/conf/judge_panel/)"),
+    ("+judge_panel=NAME", "a jury of judges for RB_llm, or any judged metric with panel_metrics=[...] (ragscale/conf/judge_panel/)"),
     ("tracking=mlflow", "log the run to MLflow"),
     ("progress=lines", "auto, bars, lines or off"),
 )
