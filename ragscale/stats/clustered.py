@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from ragscale.stats.intervals import t_ppf
-from ragscale.stats.paired import (chunk_steps, flip_count, paired_tests, resample_rng, row_quantile, sign_flips,
+from ragscale.stats.paired import (bca_bounds, chunk_steps, flip_count, paired_tests, resample_rng, sign_flips,
                                    two_sided_p)
 
 
@@ -125,25 +125,13 @@ def cluster_bca_interval(sums: np.ndarray, counts: np.ndarray, boot: np.ndarray,
     :func:`ragscale.stats.paired.bca_interval`). A row whose jackknife values are all equal, or
     marked ``flat``, gets [estimate, estimate]; one whose BCa levels are undefined the percentile
     interval."""
-    from scipy.special import ndtr, ndtri
 
     total, n = sums.sum(axis=1), counts.sum(axis=1).astype(float)
     theta = total / n
-    b = boot.shape[1]
-    below = (boot < theta[:, None]).sum(axis=1) + (boot <= theta[:, None]).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         jack = (total[:, None] - sums) / (n[:, None] - counts)  # (K, G): each cluster left out
         u = jack.mean(axis=1)[:, None] - jack
-        ss = (u * u).sum(axis=1)
-        z0 = ndtri(below / (2.0 * b))
-        accel = (u ** 3).sum(axis=1) / (6.0 * ss ** 1.5)
-        z = ndtri((1 - confidence) / 2)
-        lo_level = ndtr(z0 + (z0 + z) / (1 - accel * (z0 + z)))
-        hi_level = ndtr(z0 + (z0 - z) / (1 - accel * (z0 - z)))
-    bad = ~(np.isfinite(lo_level) & np.isfinite(hi_level))
-    lo_level[bad], hi_level[bad] = (1 - confidence) / 2, (1 + confidence) / 2
-    ordered = np.sort(boot, axis=1)
-    lo, hi = row_quantile(ordered, lo_level), row_quantile(ordered, hi_level)
+    lo, hi, ss = bca_bounds(theta, boot, u, confidence)
     flat_rows = ~(ss > 0) if flat is None else ~(ss > 0) | flat  # ~(> 0): NaN (one cluster) is flat too
     lo[flat_rows], hi[flat_rows] = theta[flat_rows], theta[flat_rows]
     return lo, hi

@@ -65,14 +65,24 @@ def bca_interval(d: np.ndarray, boot: np.ndarray, confidence: float) -> tuple[np
     """The BCa interval of each row's mean from its bootstrap means ``boot`` (K, B), as scipy computes
     it; a row whose values are all equal gets [value, value], one whose BCa levels are undefined
     the percentile interval."""
+    theta = d.mean(axis=1)
+    lo, hi, ss = bca_bounds(theta, boot, d - theta[:, None], confidence)
+    flat = ss == 0
+    lo[flat], hi[flat] = theta[flat], theta[flat]
+    return lo, hi
+
+
+def bca_bounds(theta: np.ndarray, boot: np.ndarray, u: np.ndarray,
+               confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's BCa bounds from its estimate ``theta``, bootstrap values ``boot`` (K, B) and jackknife
+    influence values ``u`` (scipy's z0 and acceleration; the percentile levels where BCa's are
+    undefined), and the influence values' sums of squares (0: a flat row, for the caller)."""
     from scipy.special import ndtr, ndtri
 
-    theta = d.mean(axis=1)
     b = boot.shape[1]
     below = (boot < theta[:, None]).sum(axis=1) + (boot <= theta[:, None]).sum(axis=1)
-    u = d - theta[:, None]
-    ss = (u * u).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
+        ss = (u * u).sum(axis=1)
         z0 = ndtri(below / (2.0 * b))
         accel = (u ** 3).sum(axis=1) / (6.0 * ss ** 1.5)
         z = ndtri((1 - confidence) / 2)
@@ -81,10 +91,7 @@ def bca_interval(d: np.ndarray, boot: np.ndarray, confidence: float) -> tuple[np
     bad = ~(np.isfinite(lo_level) & np.isfinite(hi_level))
     lo_level[bad], hi_level[bad] = (1 - confidence) / 2, (1 + confidence) / 2
     ordered = np.sort(boot, axis=1)
-    lo, hi = row_quantile(ordered, lo_level), row_quantile(ordered, hi_level)
-    flat = ss == 0
-    lo[flat], hi[flat] = theta[flat], theta[flat]
-    return lo, hi
+    return row_quantile(ordered, lo_level), row_quantile(ordered, hi_level), ss
 
 
 def row_quantile(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
