@@ -94,6 +94,7 @@ class ClusterConf:
     name: str = "local"
     address: Optional[str] = None
     num_cpus: Optional[int] = None
+    fit_cpus: bool = True  # the stages' CPU requests scaled down to what Ray has (ragscale.pipeline.resources)
     chunk_size: int = 128
     lexical_num_cpus: float = 1.0
     encoder: PoolConf = field(default_factory=PoolConf)

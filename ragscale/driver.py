@@ -105,6 +105,7 @@ def _stream(plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: st
     (``stop``) or Ctrl-C stops it with what is finished written. Returns (failure, ray_info, stats)."""
     from ragscale.pipeline.dataset import ray_session, run_pipeline, stage_labels
     from ragscale.pipeline.progress import ProgressDisplay, choose_mode, start_hub
+    from ragscale.pipeline.resources import demand, fit
 
     failure, ray_info, stats, opts = None, {}, {}, plan.options
     mode = "off" if opts.ray_progress_bars else choose_mode(opts.progress, printer)
@@ -114,6 +115,12 @@ def _stream(plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: st
             native_log = os.path.join(out_dir, "logs", "ray-native.log")
             with ray_session(plan.cluster, verbose=opts.verbose, native_log=native_log) as ray_info:
                 stop.install()  # ray.init put its own SIGTERM handler in (sys.exit: no outputs, no run.json)
+                fitted = fit(demand(plan), ray_info["resources"], local=ray_info["address"] == "local",
+                             fit_cpus=bool(plan.cluster.get("fit_cpus", True)))
+                if fitted.notice:
+                    printer(f"[ragscale] {fitted.notice}")
+                if fitted.cpu_scale != 1.0:
+                    ray_info["cpu_scale"] = fitted.cpu_scale
                 hub = start_hub() if mode != "off" else None
                 with ProgressDisplay(hub, stage_labels(plan), len(todo), mode, opts.progress_interval_s,
                                      printer) as display:
@@ -125,7 +132,8 @@ def _stream(plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: st
 
                     stop.arm()
                     try:
-                        stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=opts.ray_progress_bars, hub=hub)
+                        stats = run_pipeline(plan, todo, on_rows, ray_progress_bars=opts.ray_progress_bars, hub=hub,
+                                             cpu_scale=fitted.cpu_scale)
                     finally:
                         stop.disarm()
     except KeyboardInterrupt:

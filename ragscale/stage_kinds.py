@@ -32,6 +32,12 @@ class Stage:
     calls: int = 1  # batches an actor of the pool works on at once (threaded; a streaming judge engine)
     writes: tuple[str, ...] = ()  # metrics it may write besides ``produces`` (every metric of a judge), in order
 
+    @property
+    def label(self) -> str:
+        """The stage's name in the progress display and the run's lines (a judge panel's by their tag)."""
+        tag = self.kwargs.get("tag") if self.pool is not None else None
+        return f"{self.name}@{tag}" if tag else self.name
+
 
 Builder = Callable[[Any], "list[Stage]"]
 

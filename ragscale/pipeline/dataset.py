@@ -30,11 +30,13 @@ from ragscale.io.inputs import Pointer, PointerArray
 log = logging.getLogger("ragscale")
 
 
-def actor_pool(pool: dict, batch_size: int, max_size: int | None = None, calls: int = 1) -> dict:
+def actor_pool(pool: dict, batch_size: int, max_size: int | None = None, calls: int = 1,
+               cpu_scale: float = 1.0) -> dict:
     """``map_batches`` arguments of an actor pool from its ``cluster.<pool>`` config: the
     ActorPoolStrategy (``size``, at most ``max_size``), batch size, CPUs and GPUs per actor.
     ``calls`` > 1: each actor is threaded and works on that many batches at once (a streaming
-    judge engine, ragscale/actors/judge.py).
+    judge engine, ragscale/actors/judge.py). ``cpu_scale``: the CPU request's factor
+    (ragscale.pipeline.resources: the stages fitted to a small Ray instance).
 
     Fault tolerance (docs/fault-tolerance.md): Ray Data creates pool actors with
     ``max_restarts=-1`` and ``max_task_retries=-1``, so a dead actor (its node lost, a crash,
@@ -47,6 +49,8 @@ def actor_pool(pool: dict, batch_size: int, max_size: int | None = None, calls: 
     read/lexical task into the pool's actor (fusion needs equal remote arguments)."""
     from ray.data import ActorPoolStrategy
 
+    from ragscale.pipeline.resources import scaled
+
     size = int(pool.get("size", 1))
     out = {
         "compute": ActorPoolStrategy(
@@ -54,7 +58,7 @@ def actor_pool(pool: dict, batch_size: int, max_size: int | None = None, calls: 
             **({"max_concurrent_calls_per_actor": calls, "max_tasks_in_flight_per_actor": calls,
                 "enable_true_multi_threading": True} if calls > 1 else {})),
         "batch_size": int(pool.get("batch_size", batch_size)),
-        "num_cpus": float(pool.get("num_cpus", 1.0)),
+        "num_cpus": scaled(float(pool.get("num_cpus", 1.0)), cpu_scale),
         "num_gpus": float(pool.get("num_gpus", 0.0)),
     }
     for key in ("max_restarts", "max_task_retries"):
@@ -157,25 +161,21 @@ def ray_session(cluster: dict, verbose: bool = True, native_log: str | None = No
 READ_STAGE = "read"  # the first stage's name in the progress display: reads the inputs, lexical metrics
 
 
-def progress_label(stage: Any) -> str:
-    """A stage's name in the progress display (a judge panel's stages by their tag)."""
-    tag = stage.kwargs.get("tag") if stage.pool is not None else None
-    return f"{stage.name}@{tag}" if tag else stage.name
-
-
 def stage_labels(plan: Any) -> list[str]:
     """The stages of ``plan`` in pipeline order, as the progress display names them."""
     from ragscale.pipeline.graph import build_stages
 
-    return [READ_STAGE, *(progress_label(st) for st in build_stages(plan))]
+    return [READ_STAGE, *(st.label for st in build_stages(plan))]
 
 
 def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
-                 on_rows: Callable[[list[dict]], None], ray_progress_bars: bool = False, hub: Any = None) -> dict:
+                 on_rows: Callable[[list[dict]], None], ray_progress_bars: bool = False, hub: Any = None,
+                 cpu_scale: float = 1.0) -> dict:
     """Stream the records through the stages; ``on_rows`` gets each finished batch as rows of
     ``cpu_stages.LINE_SCHEMA`` (record key, its records.jsonl line, whether it failed, the batch's
     counters: the lines are formatted in the workers). With a progress ``hub``
-    (ragscale.pipeline.progress), every stage counts its records there as it works.
+    (ragscale.pipeline.progress), every stage counts its records there as it works. Every
+    stage's CPU request is multiplied by ``cpu_scale`` (ragscale.pipeline.resources.fit).
 
     Returns the stages' counters summed over batches (compute seconds per stage, encoder
     texts requested/encoded/cached, tokens, truncations).
@@ -196,6 +196,7 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
 
     from ragscale.pipeline.graph import build_stages, row_metrics
     from ragscale.pipeline.progress import reporting_task
+    from ragscale.pipeline.resources import OUTPUT_NUM_CPUS, scaled
     from ragscale.pipeline.stage import actor_class, sum_stats
     from ragscale.row import row_schema
     from ragscale.pipeline.cpu_stages import (lexical_functions, load_and_lexical, needs_targets, output_lines,
@@ -213,19 +214,19 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
         fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "schema": row_schema(row_metrics(plan)),
                    "expectations": plan.expectations,
                    "lexical": functions, "need_targets": needs_targets(plan.metrics)},
-        num_cpus=float(plan.cluster.get("lexical_num_cpus", 1.0)),
+        num_cpus=scaled(float(plan.cluster.get("lexical_num_cpus", 1.0)), cpu_scale),
     )
     for st in build_stages(plan):
-        label = progress_label(st)
+        label = st.label
         if st.pool is None:
             ds = ds.map_batches(reporting_task(st.worker, label, hub), batch_size=st.batch_size, batch_format="pyarrow",
-                                num_cpus=st.num_cpus, fn_kwargs=dict(st.kwargs))
+                                num_cpus=scaled(st.num_cpus, cpu_scale), fn_kwargs=dict(st.kwargs))
         else:
             ds = ds.map_batches(actor_class(st, hub, label), fn_constructor_kwargs=dict(st.kwargs),
-                                batch_format="pyarrow", **actor_pool(st.pool, st.batch_size or 256, calls=st.calls))
+                                batch_format="pyarrow", **actor_pool(st.pool, st.batch_size or 256, calls=st.calls, cpu_scale=cpu_scale))
 
     # the records.jsonl lines are formatted in the workers (a CPU task, fused with the derive task)
-    ds = ds.map_batches(output_lines, batch_size=None, batch_format="pyarrow", num_cpus=0.1)
+    ds = ds.map_batches(output_lines, batch_size=None, batch_format="pyarrow", num_cpus=scaled(OUTPUT_NUM_CPUS, cpu_scale))
     stats: dict[str, float] = {}
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
         rows = batch.to_pylist()

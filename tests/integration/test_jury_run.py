@@ -72,3 +72,28 @@ def test_a_two_judge_jury_on_every_judge_metric(tmp_path):
         assert re.search(rf"\| {re.escape(metric)} \| {b['level']} \| {b['records']} \| {re.escape(shown)} \|", lb)
     csv_rows = (out / "significance.csv").read_text().splitlines()
     assert csv_rows[0].endswith(",unit,units,design_effect") and all(",conversation,2," in r for r in csv_rows[1:])
+
+
+@pytest.mark.own_ray  # a Ray of 2 CPUs on any machine (cluster.num_cpus applies to a local start only)
+def test_a_trec_jury_on_every_judge_metric_runs_on_two_cpus(tmp_path):
+    """Two judge actors (and HHEM's, where its weights are here) and the read task ask for more
+    CPUs than Ray has: the requests are scaled to fit and said, where on main the read task was
+    never placed and the run made no progress (docs/clusters.md, "CPU requests")."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "ragscale.run", "+scenario=trec", "+judge_panel=local-pair", "panel_metrics=[all]",
+           "limit=3", "cluster.num_cpus=2", f"output_dir={out}", "progress=off",
+           f"judge.cache_path={tmp_path / 'c.sqlite'}", f"judge_panel.0.cache_path={tmp_path / 'a.sqlite'}",
+           f"judge_panel.1.cache_path={tmp_path / 'b.sqlite'}"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:] + res.stdout[-3000:]
+    fitted = re.search(r"^\[ragscale\] the stages ask for (\d+) CPUs \((nli 1, )?judge@smollm2-a 1, judge@smollm2-b 1, "
+                       r"and 1 for a task\) and Ray has 2: every stage's CPU request is scaled by ([0-9.]+)",
+                       res.stdout, re.M)
+    assert fitted, res.stdout[-3000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["ray"]["cpu_scale"] == pytest.approx(2 / int(fitted.group(1))) == pytest.approx(float(fitted.group(3)), abs=1e-3)
+    recs = [json.loads(line) for line in open(out / "records.jsonl")]
+    assert len(recs) == 3 and not any(r.get("error") for r in recs)
+    jury = json.loads((out / "summary.json").read_text())["jury"]["metrics"]
+    assert {"umbrela_mean", "nuggets_all", "citation_f1", "answered"} <= set(jury)
+    assert all(set(b["judges"]) == set(JUDGES) and b["records"] >= 3 for b in jury.values())
