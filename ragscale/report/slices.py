@@ -1,5 +1,6 @@
 """Where a model loses: per-model means by slice of the tasks, the paired tests between models within
-each slice, and the slices where a model is significantly worse than another with the false discovery
+each slice, and the slices where a model is significantly worse than another (or than its own overall
+mean) with the false discovery
 rate controlled across every slice tested (summary.json ``slices``, leaderboard.md's "Where models
 lose", the HTML report, ``ragscale compare``; docs/statistics.md, "Slices").
 
@@ -8,8 +9,10 @@ A slice is one value of a categorical field of the tasks (``slices.by``): an inp
 ``turn``, or an MT-RAG enrichment of the question (``Question Type``, ``Multi-Turn``). A task's value
 is its first record's. Within a slice the tests are the leaderboard's (ragscale.report.significance:
 the pairs it compares, on the headline metric, whole units resampled), each slice with at least
-``slices.min_n`` paired tasks; their p-values are adjusted together by Benjamini-Hochberg, so that
-among the differences called significant the expected share of false ones is at most alpha.
+``slices.min_n`` paired tasks; and each model's mean on a slice of at least ``min_n`` tasks against its
+own overall mean (``stats.clustered.subset_vs_all``: a cluster-robust t test). Their p-values are
+adjusted together by Benjamini-Hochberg, so that among the differences called significant the
+expected share of false ones is at most alpha.
 
 Also the unit of resampling (:func:`cluster_field`) and the per-model intervals of every metric that
 resample it (:func:`intervals_block`, summary.json ``intervals``), which the reports show.
@@ -26,8 +29,9 @@ from ragscale.errors import UserError
 from ragscale.record_fields import field_label as slice_value  # noqa: F401 - a task's value of a field
 
 FDR = "bh"  # ragscale.stats.paired.adjust's Benjamini-Hochberg
-METHOD = ("paired bootstrap (BCa) + paired permutation test per slice; p-values adjusted together across every "
-          "slice tested (Benjamini-Hochberg: false discovery rate at alpha)")
+METHOD = ("paired bootstrap (BCa) + paired permutation test per slice, and each model's slice mean against its own "
+          "overall mean (cluster-robust t test); p-values adjusted together across every test (Benjamini-Hochberg: "
+          "false discovery rate at alpha)")
 
 
 def cluster_field(value: Any) -> str | None:
@@ -110,9 +114,10 @@ def slices_block(order: Sequence[str], values: Any, settings: Any, metric: str |
 
     from ragscale.report.headline import higher_is_better
     from ragscale.report.significance import pair_entry, run_tests
+    from ragscale.stats.clustered import subset_vs_all
     from ragscale.stats.paired import adjust
 
-    if metric is None or len(order) < 2 or not values.slice_by:
+    if metric is None or not order or not values.slice_by:
         return None
     codes = _unit_codes(values)
     all_pairs = len(order) <= settings.all_pairs_max_models
@@ -123,6 +128,7 @@ def slices_block(order: Sequence[str], values: Any, settings: Any, metric: str |
                      for f in values.slice_by}
     fields: dict[str, dict] = {}
     queued: list[tuple[dict, np.ndarray, np.ndarray | None]] = []
+    owns: list[tuple[str, str, dict, dict]] = []
     for f in values.slice_by:
         labels = labels_by_pos[f]
         levels = sorted({v for v in labels if v is not None}, key=_level_key)
@@ -133,9 +139,15 @@ def slices_block(order: Sequence[str], values: Any, settings: Any, metric: str |
             for model in order:
                 pos, vals = recs[model]
                 keep = inside[pos]
-                est = _interval(metric, vals[keep], None if codes is None else codes[pos[keep]], settings.confidence)
-                if est is not None:
-                    means[model] = est
+                units = np.arange(len(pos)) if codes is None else codes[pos]
+                est = _interval(metric, vals[keep], units[keep], settings.confidence)
+                if est is None:
+                    continue
+                means[model] = est
+                own = subset_vs_all(vals, keep, units, settings.confidence) if keep.sum() >= max(2, min_n) else None
+                if own is not None:  # the slice against the model's own overall mean, in the BH family
+                    est["vs_overall"] = own = {"model": model, "overall": float(vals.mean()), **own}
+                    owns.append((f, level, est, own))
             entries = []
             for a, b in pairs:
                 both = inside & ~np.isnan(rows[a]) & ~np.isnan(rows[b])
@@ -149,12 +161,12 @@ def slices_block(order: Sequence[str], values: Any, settings: Any, metric: str |
             out_levels[level] = {"tasks": int(inside.sum()), "models": means, "comparisons": entries}
         fields[f] = {"levels": out_levels, "without": int(sum(v is None for v in labels))}
     run_tests(queued, settings)
-    tested = [e for e, _, _ in queued]
+    tested = [e for e, _, _ in queued] + [own for _, _, _, own in owns]
     up = higher_is_better(metric)
     for e, q in zip(tested, adjust([e["p"] for e in tested], FDR)):
         e["p_adjusted"] = q
         e["significant"] = bool(q <= settings.alpha)
-        if e["significant"] and up is not None and e["diff"] != 0:
+        if e["significant"] and up is not None and e["diff"] != 0 and "a" in e:
             e["better"] = e["a"] if (e["diff"] > 0) == up else e["b"]
     rank = {model: i for i, model in enumerate(order)}
     findings = []
@@ -173,6 +185,14 @@ def slices_block(order: Sequence[str], values: Any, settings: Any, metric: str |
                     "n": e["n"], "p": e["p"], "p_adjusted": e["p_adjusted"],
                     "reversal": rank[worse] < rank[better],
                     "overall": _overall(overall, metric, worse, better)})
+    for f, level, est, own in owns:  # a slice significantly worse than the model's own overall mean
+        if own["significant"] and up is not None and own["diff"] != 0 and (own["diff"] > 0) != up:
+            sign = -1.0 if up else 1.0
+            findings.append({
+                "field": f, "value": level, "metric": metric, "worse": own["model"], "better": None,
+                "mean": est["mean"], "overall_mean": own["overall"], "difference": sign * own["diff"],
+                "ci": sorted([sign * own["ci"][0], sign * own["ci"][1]]), "n": own["n"], "p": own["p"],
+                "p_adjusted": own["p_adjusted"], "reversal": False, "overall": "against its own overall mean"})
     findings.sort(key=lambda x: (not x["reversal"], x["p_adjusted"], x["field"], x["value"], x["worse"]))
     return {"by": list(values.slice_by), "metric": metric, "min_n": min_n, "alpha": settings.alpha,
             "correction": FDR, "method": METHOD, "tests": len(tested), "unit": values.unit(),
@@ -200,7 +220,7 @@ def summary_blocks(summary: dict, values: Any, jury: Any, settings: Any, printer
                              summary.get("significance")) if values is not None and getattr(sl, "by", None) else None
         if block is not None:
             out["slices"] = block
-            printer(f"[ragscale] slices: {block['tests']} comparison(s) of {block['metric']} by "
+            printer(f"[ragscale] slices: {block['tests']} slice test(s) of {block['metric']} by "
                     f"{', '.join(block['by'])}; {len(block['findings'])} where a model is significantly worse "
                     "(Benjamini-Hochberg)")
     except Exception as e:  # noqa: BLE001 - reported, never fatal
@@ -251,7 +271,12 @@ def finding_text(f: dict, value: Any = None) -> str:
     ci = f.get("ci")
     diff = metric_value(metric, f["difference"]) + ("" if not ci else
                                                      f" [{metric_value(metric, ci[0])}, {metric_value(metric, ci[1])}]")
-    line = (f"{visible(f['worse'])} worse than {visible(f['better'])} on {visible(f['field'])}={visible(f['value'])} "
+    where = f"{visible(f['field'])}={visible(f['value'])}"
+    if f.get("better") is None:  # against the model's own overall mean
+        return (f"{visible(f['worse'])} worse on {where} than its own overall mean ({metric}): "
+                f"{metric_value(metric, f['mean'])} vs {metric_value(metric, f['overall_mean'])}, difference {diff}, "
+                f"{p_text(f)} (BH), {f['n']} tasks")
+    line = (f"{visible(f['worse'])} worse than {visible(f['better'])} on {where} "
             f"({metric}): difference {diff}, {p_text(f)} (BH), {f['n']} tasks")
     if f.get("reversal"):
         line += f"; {visible(f['worse'])} ranks above {visible(f['better'])} overall"
@@ -271,10 +296,11 @@ def markdown_lines(summary: dict, limit: int = 30) -> list[str]:
         if len(found) > limit:
             out.append(f"- ... and {len(found) - limit} more (summary.json slices.findings)")
     else:
-        out.append(f"No slice where a model is significantly worse than another (slices by {fields}).")
+        out.append(f"No slice where a model is significantly worse than another or than its own overall mean "
+                   f"(slices by {fields}).")
     unit = (block.get("unit") or {}).get("text")
-    out += ["", f"{block.get('tests', 0)} slice comparisons of {block.get('metric')} by {fields} (slices with at "
-            f"least {block.get('min_n')} paired tasks), {block.get('method')}" + (f"; {unit}" if unit else "")
+    out += ["", f"{block.get('tests', 0)} slice tests of {block.get('metric')} by {fields} (slices with at "
+            f"least {block.get('min_n')} tasks), {block.get('method')}" + (f"; {unit}" if unit else "")
             + ". Every slice's means: summary.json `slices`.", ""]
     for f, fb in block["fields"].items():
         levels = fb.get("levels") or {}

@@ -292,3 +292,52 @@ def test_other_corrections_unchanged():
             assert st.adjust(p.tolist(), correction) == old_adjust(p.tolist(), correction)
     with pytest.raises(ValueError, match="holm, bonferroni, none, bh"):
         st.adjust([0.1], "sidak")
+
+
+# ---------------------------------------------------------------- a slice against the overall mean
+
+def _slice_of_conversations(rng, g=60, every=6, icc=0.5):
+    sizes = rng.integers(3, 7, g)
+    c = np.repeat(np.arange(g), sizes)
+    y = rng.normal(0, np.sqrt(icc), g)[c] + rng.normal(0, np.sqrt(1 - icc), len(c))
+    return y, (c % every) == 0, c
+
+
+def test_subset_vs_all_variance_is_the_cluster_bootstraps():
+    rng = np.random.default_rng(11)
+    y, inside, c = _slice_of_conversations(rng, g=120, every=3)
+    est = cl.subset_vs_all(y, inside, c)
+    assert est["diff"] == pytest.approx(y[inside].mean() - y.mean(), rel=1e-12)
+    assert est["n"] == inside.sum() and est["clusters"] == 40
+    se = (est["ci"][1] - est["diff"]) / stats.t.ppf(0.975, 39)
+    boot = []
+    for _ in range(3000):
+        pick = rng.integers(0, 120, 120)
+        rows = np.concatenate([np.flatnonzero(c == g) for g in pick])
+        boot.append(y[rows][inside[rows]].mean() - y[rows].mean())
+    assert se == pytest.approx(np.std(boot), rel=0.1)
+
+
+def test_subset_vs_all_holds_its_level_where_turn_level_tests_do_not():
+    """A slice of whole conversations (one in six), intra-conversation correlation 0.5, no slice
+    effect: the conversation-aware test rejects about 5%; treating turns as independent, far more."""
+    rng = np.random.default_rng(12)
+    reps, aware, naive = 1000, 0, 0
+    for _ in range(reps):
+        y, inside, c = _slice_of_conversations(rng)
+        aware += cl.subset_vs_all(y, inside, c)["p"] < 0.05
+        naive += cl.subset_vs_all(y, inside, np.arange(len(y)))["p"] < 0.05
+    assert 0.025 <= aware / reps <= 0.075 and naive / reps > 0.15
+
+
+def test_subset_vs_all_edge_cases():
+    y, c = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0, 0, 1, 1])
+    assert cl.subset_vs_all(y, np.zeros(4, bool), c) is None and cl.subset_vs_all(y, np.ones(4, bool), c) is None
+    assert cl.subset_vs_all(y, np.array([1, 1, 0, 0], bool), c) is None  # one conversation on each side
+    assert cl.subset_vs_all(np.ones(6), np.array([1, 0, 1, 0, 1, 0], bool), np.arange(6)) is None  # no variation
+    low = np.tile([0.0, 1.0, 0.2, 0.9, 0.1, 1.1], 3)
+    est = cl.subset_vs_all(low, np.tile([1, 0], 9).astype(bool), np.arange(18))
+    assert est["diff"] == pytest.approx(0.1 - 0.55) and est["p"] < 0.05 and est["ci"][1] < 0
+    # three inside, three outside: the t on 2 degrees of freedom is wide
+    few = cl.subset_vs_all(low[:6], np.tile([1, 0], 3).astype(bool), np.arange(6))
+    assert few["diff"] == pytest.approx(est["diff"]) and few["p"] > 0.1 and few["ci"][0] < 0 < few["ci"][1]

@@ -131,7 +131,8 @@ def test_a_slice_where_the_overall_winner_loses_is_found():
     overall = compare(["m1", "m2"], values, SETTINGS)
     assert overall["metrics"]["RB_agg"][0]["better"] == "m1"
     block = slices_block(["m1", "m2"], values, SETTINGS, "RB_agg", 10, overall)
-    assert block["correction"] == "bh" and block["tests"] == 3
+    # 3 slices x (1 pair + 2 models against their own overall mean)
+    assert block["correction"] == "bh" and block["tests"] == 9
     first = block["findings"][0]
     assert (first["field"], first["value"], first["worse"], first["better"]) == ("Collection", "Govt", "m1", "m2")
     assert first["reversal"] and first["overall"] == "m1 significantly better overall" and first["difference"] > 0
@@ -143,6 +144,28 @@ def test_a_slice_where_the_overall_winner_loses_is_found():
     assert "## Where models lose" in text and "m1 worse than m2 on Collection=Govt (RB_agg)" in text
     assert "m1 ranks above m2 overall" in text and "| Govt | " in text
     assert console_lines(summary)[0].startswith("m1 worse than m2 on Collection=Govt")
+    # m1 is also worse on Govt than its own overall mean; m2 (no domain effect) is nowhere
+    own = [f for f in block["findings"] if f["better"] is None]
+    assert [(f["worse"], f["value"]) for f in own] == [("m1", "Govt")]
+    assert own[0]["difference"] == pytest.approx(own[0]["overall_mean"] - own[0]["mean"]) and own[0]["difference"] > 0.1
+    assert "m1 worse on Collection=Govt than its own overall mean (RB_agg): " in text
+
+
+def test_a_slice_below_a_models_own_mean_is_found_with_one_model():
+    """One model, weaker on one domain: the slice is found against its own overall mean (the
+    cluster-robust t test of the slice mean minus the overall mean), with its interval and n."""
+    rng = np.random.default_rng(7)
+    records = [r for r in sweep(rng, {"a": 0.0, "b": 0.0, "c": -0.2}, convs=60) if r["model_id"] == "m1"]
+    block = slices_block(["m1"], fed(records), SETTINGS, "RB_agg", 10)
+    assert block["tests"] == 3
+    (found,) = block["findings"]
+    assert (found["worse"], found["value"], found["better"]) == ("m1", "c", None)
+    vals = np.array([r["metrics"]["RB_agg"][0] for r in records])
+    inside = np.array([r["Collection"] == "c" for r in records])
+    assert found["mean"] == pytest.approx(vals[inside].mean()) and found["overall_mean"] == pytest.approx(vals.mean())
+    assert found["n"] == inside.sum() and found["ci"][0] < found["difference"] < found["ci"][1]
+    entry = block["fields"]["Collection"]["levels"]["c"]["models"]["m1"]["vs_overall"]
+    assert entry["significant"] and entry["clusters"] == 20 and entry["p_adjusted"] <= 0.05
 
 
 def test_small_slices_are_not_tested():
