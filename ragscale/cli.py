@@ -1,5 +1,5 @@
 """The ``ragscale`` command: dispatches to its subcommands, one module each in ragscale.commands
-(run, scenarios, metrics, report, agree, compare, calibrate, plot, prompts). ``ragscale
+(run, scenarios, metrics, report, agree, compare, calibrate, plot, prompts, retrieval). ``ragscale
 +scenario=mtrag ...`` (overrides with no command) is ``ragscale run``.
 """
 
@@ -23,6 +23,7 @@ commands:
   agree     judge-vs-human agreement: ragscale agree RUN_DIR --human FILE --pair human=metric
   compare   paired significance tests between two runs over the same tasks: ragscale compare RUN_A RUN_B
   calibrate human-calibrated (PPI++) means: ragscale calibrate RUN_DIR --human FILE --pair human=metric
+  retrieval retrieval results against human qrels (MT-RAG's Recall@k, nDCG@k): ragscale retrieval RESULTS.jsonl --qrels FILE
   prompts   the judge prompts a run would send, tokens and cost (dry run): ragscale prompts +scenario=mtrag [--out FILE]
 
 `ragscale COMMAND --help` for a command's options."""
@@ -35,11 +36,11 @@ COMMAND_HINTS = {"evaluate": ("run", "ragscale run evaluates"), "eval": ("run", 
 
 def subcommands() -> dict[str, Callable[[Sequence[str]], int]]:
     """The ``ragscale`` subcommands by name (each takes its arguments, returns its exit code)."""
-    from ragscale.commands import agree, calibrate, compare, metrics, plot, prompts, report, scenarios
+    from ragscale.commands import agree, calibrate, compare, metrics, plot, prompts, report, retrieval, scenarios
 
     return {"run": run.main, "scenarios": scenarios.main, "metrics": metrics.main, "plot": plot.main,
             "report": report.main, "agree": agree.main, "compare": compare.main, "calibrate": calibrate.main,
-            "prompts": prompts.main}
+            "prompts": prompts.main, "retrieval": retrieval.main}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

