@@ -40,11 +40,16 @@ Cell contents (ragscale metric names in ``record["metrics"]``):
 * ``generation_score_no_answer_score``: ``{"query_answered": "yes"|"no"}`` from
   ``answered`` (1.0/0.0).
 
-Which records become runs (open-rag-eval's behaviour): a record whose answer open-rag-eval
-skips (``answer_status`` not ``ok``, no answer) or that failed at input (``input_error``,
-``error.stage == "input"``) is left out, and a query with no run left has no row. A record
-with another ``error`` is written as open-rag-eval writes a run whose evaluation raised:
-passages and answer, no score cells. A score ragscale could not compute is an empty cell
+Which records become runs: a record that failed at input (``input_error``, ``error.stage ==
+"input"``) is left out, and a query with no run left has no row. A record without an answer
+(``answer_status`` NO_ANSWER, API_ERROR or missing, or a blank answer) is written, unlike
+open-rag-eval, whose loader skips it: its answer cell is the input's marker
+(``[{"text": "NO_ANSWER", "citations": []}]``; an empty part for a missing or blank answer) and its
+scores are ragscale's, so that open-rag-eval's plots and viewer count the run (its "questions
+answered" share is then ragscale's mean of ``answered``: a NO_ANSWER run is "no"; under the
+``reference`` protocol, whose ``answered`` is null for it, the cell is empty and the share skips
+it, as open-rag-eval does). A record with another ``error`` is written as open-rag-eval writes a
+run whose evaluation raised: passages and answer, no score cells. A score ragscale could not compute is an empty cell
 (open-rag-eval fills a failed nugget evaluation with 0.5; we do not invent scores, except
 under the ``reference`` judging protocol, whose nugget judge writes open-rag-eval's 0.5 into
 ``nuggets_vital`` and ``nuggets_assignment_mean`` with ``details.nuggets.failed``: those two
@@ -130,16 +135,10 @@ def _answer(fields: RecordFields) -> str | None:
 
 
 def _skipped(rec: dict, fields: RecordFields | None = None) -> bool:
-    """Whether open-rag-eval leaves the record out (module docstring); ``fields``: its fields,
-    default ``record_fields(rec)``."""
-    fields = record_fields(rec) if fields is None else fields
+    """Whether the record is left out (module docstring): it failed at input. ``fields``: its
+    fields, default ``record_fields(rec)`` (unused: a record without an answer is written)."""
     err = rec.get("error")
-    return bool(
-        rec.get("input_error")
-        or (isinstance(err, dict) and err.get("stage") == "input")
-        or (fields.answer_status or "ok") != "ok"
-        or _answer(fields) is None
-    )
+    return bool(rec.get("input_error") or (isinstance(err, dict) and err.get("stage") == "input"))
 
 
 def _precision_cell(m: dict) -> dict | None:
@@ -237,9 +236,11 @@ def _run_cells(rec: dict, fields: RecordFields) -> dict[str, Any]:
     """The ``RUN_FIELDS`` values of one record (missing ones left out)."""
     passages = _passages(rec, fields)
     answer = _answer(fields) or ""
+    status = fields.answer_status or "ok"
     cells: dict[str, Any] = {
         "retrieved_passages": dict(passages),
-        "generated_answer": parse_generated_answer(answer),
+        # a run with no answer: its input's marker (NO_ANSWER, API_ERROR) as the answer's one part
+        "generated_answer": parse_generated_answer(answer if status == "ok" or status == "missing" else status),
     }
     if rec.get("error"):
         return cells

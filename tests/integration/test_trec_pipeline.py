@@ -115,8 +115,11 @@ def test_consistency_summary_export_and_report(trec_run):
     assert run["outputs"]["html_report"] == "report.html" and (out / "report.html").stat().st_size > 1000
     with open(out / run["outputs"]["open_rag_eval_csv"][0], newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["query_id"] for r in rows] == ["cap"]  # open-rag-eval skips NO_ANSWER and broken rows
+    # the broken row (an input error) is left out; the NO_ANSWER query is a run, "not answered" (issue 36)
+    assert [r["query_id"] for r in rows] == ["cap", "wet"]
     assert json.loads(rows[0]["run_2_generation_score_no_answer_score"])["query_answered"] in ("yes", "no")
+    assert json.loads(rows[1]["run_1_generation_score_no_answer_score"]) == {"query_answered": "no"}
+    assert json.loads(rows[1]["run_1_generated_answer"]) == [{"text": "NO_ANSWER", "citations": []}]
     assert "UMBRELA" in res.stdout and "HHEM" in res.stdout
     # read back: the normalized input (one JSONL record per query and run, in the CSV's order,
     # the broken row kept for its error), records.parquet, summary.csv and the report's table

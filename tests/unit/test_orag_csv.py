@@ -340,7 +340,9 @@ def scored(rec: dict, seed: int, model: str = "m1", **extra) -> dict:
         "AP@1": 1.0, "AP@3": 0.5, "MRR": 1.0 / (1 + seed % 3), "nuggets_all": 0.25 + seed / 100, "nuggets_vital": 0.5,
         "nuggets_weighted": 0.4, "nuggets_strict_all": 0.2, "nuggets_strict_vital": 0.3, "nuggets_strict_weighted": 0.1,
         "nuggets_assignment_mean": 0.35, "nuggets_count": 3, "citation_precision": 0.75, "citation_recall": 0.5,
-        "citation_f1": 0.6, "hhem": 0.123456789 + seed, "answered": 0.0 if rec["query_id"] == "everest-boil" else 1.0,
+        "citation_f1": 0.6, "hhem": 0.123456789 + seed,
+        # as the no-answer judge gives it: a run with no answer (NO_ANSWER) is not answered, without asking
+        "answered": 0.0 if rec["query_id"] == "everest-boil" or rec["answer_status"] != "ok" else 1.0,
     }
     out["error"] = None
     out["ragscale"] = {
@@ -366,6 +368,10 @@ def read_csv_rows(path: str) -> tuple[list[str], list[dict]]:
     return rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
 
 
+def by_id(rows: list[dict], query_id: str) -> dict:
+    return next(r for r in rows if r["query_id"] == query_id)
+
+
 def answered_percentage(rows: list[dict]) -> float:
     """open-rag-eval's get_answered_percentage (trec_evaluator.py), on csv rows (''=NaN)."""
     answered = total = 0
@@ -382,11 +388,15 @@ def answered_percentage(rows: list[dict]) -> float:
 def test_export_columns_and_run_layout(tmp_path):
     records = sample_records()
     out = str(tmp_path / "res.csv")
-    assert export_orag_csv(records, out) == 7  # 8 queries, sistine (NO_ANSWER) skipped as open-rag-eval does
+    # 8 queries: sistine's NO_ANSWER run is written too, so that open-rag-eval's plots count it (issue 36)
+    assert export_orag_csv(records, out) == 8
     header, rows = read_csv_rows(out)
     assert header == ["query_id", "query"] + [f"run_{i}_{f}" for i in (1, 2, 3) for f in CONSOLIDATED]
     assert header == columns(3) and list(RUN_FIELDS) == CONSOLIDATED
-    assert [r["query_id"] for r in rows] == ["sky", "berlin-wall", "soft-egg", "canberra", "plants-food", "everest-boil", "bones"]
+    assert [r["query_id"] for r in rows] == ["sky", "berlin-wall", "soft-egg", "canberra", "plants-food", "sistine",
+                                             "everest-boil", "bones"]
+    assert json.loads(by_id(rows, "sistine")["run_1_generated_answer"]) == [{"text": "NO_ANSWER", "citations": []}]
+    assert json.loads(by_id(rows, "sistine")["run_1_generation_score_no_answer_score"]) == {"query_answered": "no"}
     by = {r["query_id"]: r for r in rows}
     sky = [r for r in records if r["query_id"] == "sky"]
     for i, rec in enumerate(sky, start=1):
@@ -412,8 +422,10 @@ def test_export_single_run_file_and_plot_reader(tmp_path):
     for metric in PLOTTED:  # plot_metrics: `metric in df.columns or f"run_1_{metric}" in df.columns`
         assert metric in header or f"run_1_{metric}" in header
         values = [float(r[f"run_1_{metric}"]) for r in rows if r[f"run_1_{metric}"]]
-        assert len(values) == 7
-    assert answered_percentage(rows) == pytest.approx(6 / 7 * 100)
+        assert len(values) == 8
+    # open-rag-eval's share of questions answered is ragscale's mean of `answered` over the same runs
+    assert answered_percentage(rows) == pytest.approx(6 / 8 * 100)
+    assert sum(r["metrics"]["answered"] for r in records) / len(records) == pytest.approx(6 / 8)
 
 
 def test_export_reads_back_with_pandas_like_open_rag_eval(tmp_path):
@@ -424,7 +436,7 @@ def test_export_reads_back_with_pandas_like_open_rag_eval(tmp_path):
     df = pd.read_csv(out)
     for metric in PLOTTED:  # plot_metrics' column pick
         values = df[metric].dropna().values if metric in df.columns else df[f"run_1_{metric}"].dropna().values
-        assert len(values) == 7 and values.dtype.kind == "f"
+        assert len(values) == 8 and values.dtype.kind == "f"
     answered = total = 0
     for _, row in df.iterrows():
         value = row.get("generation_score_no_answer_score", None) or row.get("run_1_generation_score_no_answer_score", None)
@@ -432,7 +444,7 @@ def test_export_reads_back_with_pandas_like_open_rag_eval(tmp_path):
             continue
         total += 1
         answered += json.loads(value).get("query_answered", "") == "yes"
-    assert (answered, total) == (6, 7)
+    assert (answered, total) == (6, 8)
     # partial rows: canberra has no run 2 -> NaN cells, which open-rag-eval's readers skip
     assert df.loc[df["query_id"] == "canberra", "run_2_generation_score_no_answer_score"].isna().all()
 
@@ -498,17 +510,19 @@ def test_export_citation_and_nugget_detail_variants(tmp_path):
     assert rb["run_1_retrieval_score_precision_metrics"] == ""
 
 
-def test_export_skips_and_errors_like_open_rag_eval(tmp_path):
+def test_export_skips_input_errors_and_keeps_runs_without_an_answer(tmp_path):
     body = "a,A?,1,[1],p,x [1]\na,A?,2,[1],p,NO_ANSWER\na,A?,3,[1],p,z [1]\nb,B?,1,[1],p,y [1]\nc,C?,1,[1],,w\nd,D?,1,[1],p,\n"
     rs = [scored(r, i) if r["passages"] else dict(r, metrics={}, error={"stage": "input", "message": r["input_error"]})
           for i, r in enumerate(recs(tmp_path, body))]
     rs[3]["error"] = {"stage": "judge", "message": "umbrela failed"}
     out = str(tmp_path / "res.csv")
-    assert export_orag_csv(rs, out) == 2  # c: input_error, d: no answer -> no row
-    header, (ra, rb) = read_csv_rows(out)
-    # a's runs 1 and 3 (run 2 is NO_ANSWER) are laid out as run_1_ and run_2_, as to_csv numbers them
-    assert json.loads(ra["run_2_generated_answer"]) == [{"text": "z", "citations": ["[1]"]}]
-    assert not any(c.startswith("run_3_") for c in header)
+    assert export_orag_csv(rs, out) == 3  # c: input_error -> no row; d: no answer, a run of its own
+    header, (ra, rb, rd) = read_csv_rows(out)
+    # a's run 2 (NO_ANSWER) is written between runs 1 and 3, with its marker as the answer (issue 36)
+    assert json.loads(ra["run_2_generated_answer"]) == [{"text": "NO_ANSWER", "citations": []}]
+    assert json.loads(ra["run_2_generation_score_no_answer_score"]) == {"query_answered": "no"}
+    assert json.loads(ra["run_3_generated_answer"]) == [{"text": "z", "citations": ["[1]"]}]
+    assert rd["query_id"] == "d" and json.loads(rd["run_1_generated_answer"]) == parse_generated_answer("")
     # an errored run: passages and answer only, like open-rag-eval's evaluate() exception path
     assert rb["run_1_retrieved_passages"] and rb["run_1_generated_answer"]
     assert all(rb[f"run_1_{f}"] == "" for f in CONSOLIDATED[2:])
@@ -530,7 +544,7 @@ def test_export_empty_and_by_model(tmp_path):
     assert [os.path.relpath(p, run_dir) for p in paths] == [os.path.join("open-rag-eval", "m1.csv"),
                                                            os.path.join("open-rag-eval", "org_Model_v2-941e9391.csv")]
     assert [r["query_id"] for r in read_csv_rows(paths[1])[1]] == ["sky"]
-    assert len(read_csv_rows(paths[0])[1]) == 7
+    assert len(read_csv_rows(paths[0])[1]) == 8
 
 
 def test_export_mtrag_record(tmp_path):
