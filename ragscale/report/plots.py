@@ -143,7 +143,9 @@ def _draw_box(ax, name, groups, cols, colors, positions, Line2D, Patch) -> tuple
         ax.hlines(s.mean, x - 0.3, x + 0.3, colors="navy", linestyles="--", linewidth=1.8, zorder=4)
         ax.scatter([x], [s.mean], color="navy", s=30, zorder=5)
         if s.ci is not None:
-            ax.errorbar([x + 0.36], [s.mean], yerr=[[s.mean - s.ci[0]], [s.ci[1] - s.mean]], fmt="none",
+            # never below 0: equal values' float mean can sit a last bit outside their clipped interval
+            below, above = max(0.0, s.mean - s.ci[0]), max(0.0, s.ci[1] - s.mean)
+            ax.errorbar([x + 0.36], [s.mean], yerr=[[below], [above]], fmt="none",
                         ecolor="black", elinewidth=1.5, capsize=4, zorder=5)
         ci = f"[{_fmt(s.ci[0])}, {_fmt(s.ci[1])}]" if s.ci else "n/a"
         handles.append(Patch(facecolor=(*colors[i][:3], 0.35), edgecolor="black",
@@ -173,8 +175,8 @@ def _draw_rate(ax, name, groups, cols, colors, positions, Line2D, Patch) -> tupl
         pct = 100.0 * k / n if n else 0.0
         stats.append(BoxStats(g.label, n, pct if n else None, None, None if ci is None else (100 * ci[0], 100 * ci[1])))
         pcts.append(pct)
-        errs[0].append(pct - 100 * ci[0] if ci else 0)
-        errs[1].append(100 * ci[1] - pct if ci else 0)
+        errs[0].append(max(0.0, pct - 100 * ci[0]) if ci else 0)  # as in _draw_box: never a last-bit negative
+        errs[1].append(max(0.0, 100 * ci[1] - pct) if ci else 0)
     ax.bar(positions, pcts, color=[(*c[:3], 0.6) for c in colors], edgecolor="black", width=0.6,
            yerr=errs, capsize=4)
     for x, s, up in zip(positions, stats, errs[1]):

@@ -261,3 +261,16 @@ def test_report_cli_errors(tmp_path, capsys):
     out = str(tmp_path / "r.html")
     assert report_main([run, "--output", out]) == 0
     assert capsys.readouterr().out.strip() == out and os.path.getsize(out) > 5000
+
+
+def test_a_metric_equal_on_every_record_is_drawn(tmp_path):
+    """Seven values of 0.35: their float mean is 0.35000000000000003, above the interval clipped to
+    the values' range, [0.35, 0.35]; matplotlib refused the negative error bar with a traceback."""
+    run = tmp_path / "flat"
+    run.mkdir()
+    (run / "records.jsonl").write_text("".join(
+        json.dumps({"query_id": f"q{i}", "model_id": "m", "error": None, "metrics": {"citation_f1": 0.35}}) + "\n"
+        for i in range(7)))
+    stats = plots.plot_runs([str(run)], str(tmp_path / "flat.png"))
+    (s,) = stats["citation_f1"]
+    assert s.ci == (0.35, 0.35) and s.mean == pytest.approx(0.35) and (tmp_path / "flat.png").stat().st_size > 0
