@@ -22,11 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
     """The command's arguments."""
     p = OneLineParser(prog="ragscale agree",
                 description="Agreement between a ragscale run's metrics and human ratings or labels.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="ragscale output_dir holding records.jsonl")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="ragscale output_dir holding records.jsonl, or an open-rag-eval results CSV")
     p.add_argument("--human", required=True, metavar="FILE", help=HUMAN_FILE_HELP)
     p.add_argument("--pair", action="append", default=[], metavar="HUMAN=METRIC",
                    help="compare human metric HUMAN with run metric METRIC (repeatable); default: same names")
-    p.add_argument("--output", "-o", default=None, help="output folder (default RUN_DIR/agreement)")
+    p.add_argument("--output", "-o", default=None,
+                   help="output folder (default RUN_DIR/agreement; for a results CSV, <its name>/agreement beside it)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--cluster-by", default="conversation_id",
@@ -47,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         result = agreement(args.run_dir, args.human, args.pair, n_boot=args.bootstrap, seed=args.seed,
                            cluster_by=cluster_field(args.cluster_by))
-        paths = write_outputs(result, args.output or os.path.join(args.run_dir, "agreement"))
+        default = args.run_dir if os.path.isdir(args.run_dir) else os.path.splitext(args.run_dir)[0]
+        paths = write_outputs(result, args.output or os.path.join(default, "agreement"))
     except UserError as exc:
         print(f"ragscale agree: error: {exc}", file=sys.stderr)
         return 2

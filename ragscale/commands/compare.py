@@ -19,8 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command's arguments."""
     p = OneLineParser(prog="ragscale compare",
                       description="Paired significance tests between two ragscale runs over the same tasks.")
-    p.add_argument("run_a", metavar="RUN_A", help="a ragscale output_dir holding records.jsonl")
-    p.add_argument("run_b", metavar="RUN_B", help="another output_dir over the same tasks")
+    p.add_argument("run_a", metavar="RUN_A", help="a ragscale output_dir holding records.jsonl, or an open-rag-eval results CSV")
+    p.add_argument("run_b", metavar="RUN_B", help="another run over the same tasks (an output_dir or a results CSV)")
     p.add_argument("--metrics", default=None,
                    help="comma-separated metric names (default: the leaderboard's headline and its components)")
     p.add_argument("--json", action="store_true", help="print the significance block as JSON")

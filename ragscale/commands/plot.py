@@ -16,7 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command's arguments."""
     p = OneLineParser(prog="ragscale plot",
                 description="Compare ragscale runs: one boxplot per metric, one box per run dir.")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="ragscale output_dir(s) holding records.jsonl")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="ragscale output_dir(s) holding records.jsonl, or open-rag-eval results CSVs")
     p.add_argument("--output", "-o", default="metrics_comparison.png",
                    help="image to write (.png, .svg, .pdf; default metrics_comparison.png)")
     p.add_argument("--metrics", default=None,

@@ -95,11 +95,11 @@ def _join_one(out: _Join, rec: Any, human: HumanRatings) -> None:
 
 def _join(records_path: str, human: HumanRatings) -> _Join:
     """Pair each run record with the most specific human key that has ratings."""
-    from ragscale.io.output import iter_records
+    from ragscale.report.runs import run_records
 
     out = _Join()
     try:
-        for rec in iter_records(records_path):
+        for rec in run_records(records_path):
             _join_one(out, rec, human)
     except ValueError as e:
         raise UserError(f"{records_path}: line {out.total + 1} is not a JSON record: {e}") from None
@@ -225,9 +225,9 @@ def agreement(run_dir: str, human_path: str, pairs: Sequence[str] = (), *, n_boo
     ``{"rows": [{"human", "metric", "model", "n", "units", "excluded_error", "excluded_null",
     "annotators_mean", "spearman": {...}, ...}], "records": {...}, "bootstrap": {..., "unit"}, ...}``;
     the bootstrap resamples whole ``cluster_by`` units (None: every record alone)."""
-    records_path = os.path.join(run_dir, "records.jsonl")
-    if not os.path.isfile(records_path):
-        raise UserError(f"{run_dir}: no records.jsonl (not a ragscale run directory)")
+    from ragscale.report.runs import records_source
+
+    records_path = records_source(run_dir)  # a run directory's records.jsonl, or an open-rag-eval results CSV
     human = read_human(human_path)
     if not human.values:
         raise UserError(f"--human {human_path}: no human ratings found")

@@ -15,14 +15,13 @@ from ragscale.errors import UserError
 
 def _run_metrics(run_dir: str, records_path: str) -> list[str]:
     """The run's metrics: summary.json's list, else every metric name its records have."""
-    from ragscale.io.output import iter_records
-    from ragscale.report.runs import read_json
+    from ragscale.report.runs import read_json, run_records
 
-    listed = (read_json(os.path.join(run_dir, "summary.json")) or {}).get("metrics")
+    listed = (read_json(os.path.join(run_dir, "summary.json")) or {}).get("metrics") if os.path.isdir(run_dir) else None
     if isinstance(listed, list):
         return [m for m in listed if isinstance(m, str)]
     seen: dict[str, None] = {}
-    for rec in iter_records(records_path):
+    for rec in run_records(records_path):
         if isinstance(rec, dict) and isinstance(rec.get("metrics"), dict):
             seen.update(dict.fromkeys(rec["metrics"]))
     return list(seen)
@@ -37,13 +36,12 @@ def compare_runs(run_a: str, run_b: str, *, metrics: Sequence[str] | None = None
     shared."""
     from ragscale.config import SignificanceConf
     from ragscale.errors import did_you_mean
-    from ragscale.io.output import iter_records
-    from ragscale.report.runs import check_run_dir, label_runs
+    from ragscale.report.runs import label_runs, records_source, run_records
     from ragscale.report.significance import PairedValues, compare, compared_metrics
 
     settings = settings or SignificanceConf()
     dirs = [run_a, run_b]
-    paths = [check_run_dir(d) for d in dirs]
+    paths = [records_source(d) for d in dirs]
     known = list(dict.fromkeys(m for d, p in zip(dirs, paths) for m in _run_metrics(d, p)))
     if metrics:
         for m in metrics:
@@ -56,7 +54,7 @@ def compare_runs(run_a: str, run_b: str, *, metrics: Sequence[str] | None = None
         models: dict[str, str] = {}  # model id -> its provisional name in values
         keyless, count = values.keyless, 0
         try:
-            for rec in iter_records(path):
+            for rec in run_records(path):
                 if isinstance(rec, dict):
                     model = str(rec.get("model_id"))
                     values.add(rec, models.setdefault(model, f"{i}:{model}"))

@@ -69,6 +69,7 @@ import os
 import re
 from typing import Any, Iterable
 
+from ragscale.io.orag_results import CELLS, CITATION_TOTALS, NUGGET_SCORES
 from ragscale.io.output import RECORDS, iter_records
 from ragscale.metrics.trec import parse_generated_answer
 from ragscale.record_fields import RecordFields, record_fields
@@ -89,14 +90,6 @@ RUN_FIELDS = (
     "generation_score_no_answer_score",
 )
 EXPORT_DIR = "open-rag-eval"
-_NUGGET_SCORES = (  # open-rag-eval nuggetizer_scores key -> ragscale metric
-    ("All", "nuggets_all"),
-    ("All Strict", "nuggets_strict_all"),
-    ("Vital", "nuggets_vital"),
-    ("Vital Strict", "nuggets_strict_vital"),
-    ("Weighted", "nuggets_weighted"),
-    ("Weighted Strict", "nuggets_strict_weighted"),
-)
 _ASSIGNMENT_SCORE = {"support": 1.0, "partial_support": 0.5, "not_support": 0.0}
 _SUPPORT_SCORE = {"full_support": 1.0, "partial_support": 0.5, "no_support": 0.0}
 _K = re.compile(r"^(P|AP)@(\d+)$")
@@ -160,7 +153,7 @@ def _nugget_cell(m: dict, details: dict) -> dict | None:
     d = details.get("nuggets") if isinstance(details.get("nuggets"), dict) else {}
     if d.get("failed"):  # reference protocol: open-rag-eval's neutral 0.5 is not a nuggetizer score
         return {}
-    scores = {name: m[key] for name, key in _NUGGET_SCORES if _num(m.get(key)) is not None}
+    scores = {name: m[key] for name, key in NUGGET_SCORES if _num(m.get(key)) is not None}
     items = d.get("nuggets")
     nuggets = labels = assignments = None
     if isinstance(items, list) and items and all(isinstance(x, dict) for x in items):
@@ -186,12 +179,7 @@ def _nugget_cell(m: dict, details: dict) -> dict | None:
 
 
 def _citation_cell(m: dict, details: dict, answer: str) -> dict | None:
-    totals = {
-        "weighted_precision": m.get("citation_precision"),
-        "weighted_recall": m.get("citation_recall"),
-        "f1": m.get("citation_f1"),
-    }
-    totals = {k: v for k, v in totals.items() if _num(v) is not None}
+    totals = {key: m[metric] for key, metric in CITATION_TOTALS if _num(m.get(metric)) is not None}
     d = details.get("citation") if isinstance(details.get("citation"), dict) else {}
     cell: dict[str, Any] = {}
     native = [k for k in d if k.startswith(("citation_score_", "part_score_"))]
@@ -250,13 +238,9 @@ def _run_cells(rec: dict, fields: RecordFields) -> dict[str, Any]:
     if isinstance(umbrela, list) and umbrela and len(umbrela) == len(passages):
         cells["retrieval_score_umbrela_scores"] = {pid: s for (pid, _), s in zip(passages, umbrela)}
     cells["retrieval_score_precision_metrics"] = _precision_cell(m)
-    cells["retrieval_score_mean_umbrela_score"] = _num(m.get("umbrela_mean"))
     cells["generation_score_autonugget_scores"] = _nugget_cell(m, details)
-    cells["generation_score_mean_nugget_assignment_score"] = _num(m.get("nuggets_assignment_mean"))
-    cells["generation_score_vital_nuggetizer_score"] = _num(m.get("nuggets_vital"))
-    cells["generation_score_hallucination_score"] = _num(m.get("hhem"))
     cells["generation_score_citation_scores"] = _citation_cell(m, details, answer)
-    cells["generation_score_citation_f1_score"] = _num(m.get("citation_f1"))
+    cells.update({field: _num(m.get(metric)) for field, metric in CELLS})
     answered = _num(m.get("answered"))
     if answered is not None:
         cells["generation_score_no_answer_score"] = {"query_answered": "yes" if answered >= 0.5 else "no"}

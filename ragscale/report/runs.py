@@ -1,4 +1,5 @@
-"""Reading run directories for the comparison plots: each run's records.jsonl streamed into
+"""Reading runs for the comparison plots: each run's records (a run directory's records.jsonl, or an
+open-rag-eval results CSV) streamed into
 per-group (run, or run x model) value arrays, and the choice of metrics to draw. Per-record
 numbers come from :func:`ragscale.report.summary.record_scalar`; errored records and nulls are
 left out, as in summary.json."""
@@ -10,7 +11,7 @@ import math
 import os
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ragscale.errors import UserError, did_you_mean
 
@@ -68,6 +69,27 @@ def check_run_dir(run_dir: str) -> str:
     return path
 
 
+def records_source(run: str) -> str:
+    """Where a run's records are: a ragscale output_dir's records.jsonl, or an open-rag-eval results
+    CSV itself (ragscale.io.orag_results); a UserError for anything else."""
+    from ragscale.io.orag_results import is_results_csv
+
+    if is_results_csv(run):
+        return run
+    if os.path.isfile(run):
+        raise UserError(f"{run} is neither a ragscale output_dir nor an open-rag-eval results CSV (a header of "
+                        "query_id, query and run_1_... score columns)")
+    return check_run_dir(run)
+
+
+def run_records(source: str) -> Iterator[dict]:
+    """The records at ``source`` (:func:`records_source`): records.jsonl's, or a results CSV's."""
+    from ragscale.io.orag_results import results_records
+    from ragscale.io.output import iter_records
+
+    return results_records(source) if source.lower().endswith(".csv") else iter_records(source)
+
+
 def read_json(path: str) -> dict | None:
     """A JSON object from ``path``, or None when it is absent or unreadable."""
     try:
@@ -107,11 +129,10 @@ def load_runs(run_dirs: Sequence[str], *, by_model: bool = False, wanted: Iterab
     """Stream each run's records.jsonl into per-group value arrays (only ``wanted``
     metrics when given, else all), each value with its record's ``cluster_by`` label (the unit its
     interval resamples; ragscale.record_fields.field_label)."""
-    from ragscale.io.output import iter_records
     from ragscale.record_fields import field_label
     from ragscale.report.summary import record_scalar
 
-    paths = [check_run_dir(d) for d in run_dirs]
+    paths = [records_source(d) for d in run_dirs]
     want = set(wanted) if wanted is not None else None
     labels = label_runs(run_dirs)
     groups: list[Group] = []
@@ -119,14 +140,14 @@ def load_runs(run_dirs: Sequence[str], *, by_model: bool = False, wanted: Iterab
     seen: set[str] = set()
     flags: set[str] = set()
     for run_dir, path, label in zip(run_dirs, paths, labels):
-        summ = read_json(os.path.join(run_dir, "summary.json")) or {}
+        summ = (read_json(os.path.join(run_dir, "summary.json")) or {}) if os.path.isdir(run_dir) else {}
         for m in summ.get("metrics") or []:
             if isinstance(m, str) and m not in summary_metrics:
                 summary_metrics.append(m)
         per_model: dict[str, Group] = {}
         run_group = Group(label)
         try:
-            for rec in iter_records(path):
+            for rec in run_records(path):
                 metrics = rec.get("metrics") if isinstance(rec, dict) else None
                 if not isinstance(metrics, dict):
                     continue

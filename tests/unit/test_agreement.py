@@ -267,7 +267,7 @@ def test_plain_columns_join_and_cli(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["{tmp}/nope", "--human", "{tmp}/h.jsonl"], "no records.jsonl"),
+    (["{tmp}/nope", "--human", "{tmp}/h.jsonl"], "does not exist"),
     (["{tmp}/run", "--human", "{tmp}/missing.json"], "no such file"),
     (["{tmp}/run", "--human", "{tmp}/h.jsonl", "--pair", "faithfulness"], "expected HUMAN=METRIC"),
     (["{tmp}/run", "--human", "{tmp}/h.jsonl", "--pair", "nothere=RL_F"], "is not a human metric"),
