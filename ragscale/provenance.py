@@ -79,6 +79,7 @@ def models_info(plan: Any) -> dict:
     embeddings the run used."""
     from ragscale.actors.judge_plan import protocols_used
     from ragscale.judges import JUDGES
+    from ragscale.metrics.registry import lookup
 
     enc, judge, hal = plan.encoder_conf, plan.judge_kwargs, plan.hallucination_conf
     return {
@@ -102,7 +103,8 @@ def models_info(plan: Any) -> dict:
                           if "nli" in plan.stages else None),
         "judge_panel": [
             {"name": c["name"], "engine": c["engine"], "model": c["model"], "judges": k["judges"],
-             "protocol": protocols_used(k), "engine_options": redact(k["engine"]), "reduction": "median"}
+             "protocol": protocols_used(k), "engine_options": redact(k["engine"]),
+             "reduction": {m: lookup(m).jury for j in k["judges"] for m in JUDGES[j].metrics if lookup(m) is not None}}
             for c, k in zip(plan.panel_confs, plan.panel_kwargs)
         ] or None,
         "answer_relevancy_embeddings": relevancy_embeddings(plan),

@@ -157,3 +157,14 @@ def test_each_model_entry_names_its_fields_as_docs_outputs_md_lists_them():
     assert hal == {"model": cfg.hallucination.model, "tokenizer": cfg.hallucination.tokenizer,
                    "found": not plan.nli_unavailable, "unavailable": plan.nli_unavailable,
                    "max_chars": cfg.hallucination.max_chars, "device": (plan.nli_kwargs.get("hhem") or {}).get("device")}
+
+
+def test_a_panel_member_says_how_each_of_its_metrics_is_combined():
+    """A jury combines each metric as the catalog says (majority, median or mean): run.json said
+    "median" for every member whatever the metric (issue 35)."""
+    panel = info(["+scenario=mtrag", "+judge_panel=local-pair", "panel_metrics=[RB_llm,idk_eval,RL_F]"])
+    members = panel["models"]["judge_panel"]
+    assert [p["name"] for p in members] == ["smollm2-a", "smollm2-b"]
+    for p in members:
+        assert p["judges"] == ["idk", "ragas_faithfulness", "radbench"]
+        assert p["reduction"] == {"RB_llm": "median", "idk_eval": "majority", "RL_F": "mean"}
