@@ -70,6 +70,13 @@ def _cr1(values: np.ndarray, sums: np.ndarray, counts: np.ndarray, mean: float) 
     return g / (g - 1) * float(resid @ resid) / (n * n)
 
 
+def cr1_variance(values: np.ndarray, clusters: np.ndarray) -> float | None:
+    """The CR1 variance of the mean of ``values`` (:func:`_cr1`); None for fewer than 2 clusters."""
+    y = np.asarray(values, dtype=float)
+    sums, counts = _clusters_of(y, clusters)
+    return _cr1(y, sums, counts, math.fsum(y) / len(y)) if len(sums) >= 2 else None
+
+
 def cluster_mean(values: np.ndarray, clusters: np.ndarray, confidence: float = 0.95) -> dict | None:
     """The mean of ``values`` with its cluster-robust (CR1) t interval on G - 1 degrees of freedom:
     ``{"mean", "ci": [lo, hi], "n", "clusters", "design_effect"}``; ``ci`` and ``design_effect``

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ragscale.errors import UserError
+from ragscale.stats.clustered import cr1_variance
 
 
 def ppi() -> Any:
@@ -75,19 +76,6 @@ def _grouped(clusters: Any, clusters_unlabeled: Any, n: int, n_unlabeled: int) -
     if codes.max(initial=-1) + 1 == n + n_unlabeled:
         return None, None
     return codes[:n], codes[n:]
-
-
-def cr1_variance(values: np.ndarray, clusters: np.ndarray) -> float | None:
-    """The CR1 variance of the mean of ``values``: ``G/(G-1) * sum_g (S_g - mean * n_g)**2 / n**2``
-    (S_g, n_g a cluster's sum and count; :func:`ragscale.stats.clustered.cluster_mean`'s); None for
-    fewer than 2 clusters."""
-    values = np.asarray(values, dtype=float)
-    codes = np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
-    g, n = int(codes.max(initial=-1)) + 1, len(values)
-    if g < 2:
-        return None
-    e = np.bincount(codes, weights=values - values.mean(), minlength=g)
-    return g / (g - 1) * float(e @ e) / (n * n)
 
 
 def power_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) -> float:

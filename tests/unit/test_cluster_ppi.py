@@ -14,7 +14,7 @@ from scipy.stats import norm, t
 from ragscale.config import CalibrationConf, SignificanceConf
 from ragscale.report import calibration as cal
 from ragscale.stats import ppi
-from ragscale.stats.clustered import cluster_mean
+from ragscale.stats.clustered import cluster_mean, cr1_variance
 
 pytestmark = pytest.mark.usefixtures("needs_ppi")
 
@@ -81,7 +81,7 @@ def test_cr1_variance_by_hand():
     sums = np.array([1.0, 1.0, 1.0])
     counts = np.array([2, 1, 2])
     hand = 3 / 2 * float(((sums - 0.6 * counts) ** 2).sum()) / 25
-    assert ppi.cr1_variance(y, cl) == pytest.approx(hand, rel=1e-12)
+    assert cr1_variance(y, cl) == pytest.approx(hand, rel=1e-12)
     lo, hi = cluster_mean(y, cl)["ci"]
     assert (hi - lo) / 2 == pytest.approx(t.ppf(0.975, 2) * math.sqrt(hand), rel=1e-12)
     assert ppi.classical(y, 0.95, cl) == {"mean": 0.6, "ci": [lo, hi], "units": 3}
@@ -123,7 +123,7 @@ def test_a_clustered_difference_tests_with_its_interval():
     # every task labelled: the CR1 t test, as the cluster_mean interval
     mean, ci, p = ppi.difference(y - 0.5, yhat - 0.5, np.empty(0), 0.95, c, np.empty(0, dtype=int))
     assert ci == cluster_mean(y - 0.5, c)["ci"]
-    assert p == pytest.approx(2 * t.sf(abs(mean) / math.sqrt(ppi.cr1_variance(y - 0.5, c)), 59), rel=1e-12)
+    assert p == pytest.approx(2 * t.sf(abs(mean) / math.sqrt(cr1_variance(y - 0.5, c)), 59), rel=1e-12)
 
 
 def test_one_cluster_falls_back_to_ppi_pythons_interval():
@@ -151,7 +151,7 @@ def test_coverage_simulation():
                          ("human_cluster", e["human_only"]), ("human_ppi", plain["human_only"])):
             covered[key] += est["ci"][0] <= mu <= est["ci"][1]
         lam = ppi.power_lambda(y[lab], yhat[lab], yhat[~lab])
-        var = ppi.cr1_variance(y[lab] - lam * yhat[lab], c[lab]) + ppi.cr1_variance(lam * yhat[~lab], c[~lab])
+        var = cr1_variance(y[lab] - lam * yhat[lab], c[lab]) + cr1_variance(lam * yhat[~lab], c[~lab])
         covered["no_covariance"] += abs(e["calibrated"]["mean"] - mu) <= norm.ppf(0.975) * math.sqrt(var)
     rate = {k: v / reps for k, v in covered.items()}
     assert rate["cluster"] >= 0.92 and rate["human_cluster"] >= 0.92, rate
