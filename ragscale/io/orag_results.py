@@ -124,7 +124,7 @@ def results_records(path: str) -> Iterator[dict]:
             qid = values.get("query_id") or f"row-{no}"
             runs: dict[int, dict[str, Any]] = {}
             for (run, field), column, text in zip(fields, header, row):
-                if column in ("query_id", "query") or field not in _SCORE_FIELDS or not text.strip():
+                if field not in _SCORE_FIELDS or not text.strip():  # query_id and query are not score fields
                     continue
                 runs.setdefault(run, {})[field] = _cell(text, f"{path}:{no} ({column})")
             for run, cells in sorted(runs.items()):

@@ -52,7 +52,7 @@ def read_qrels(path: str) -> Qrels:
         if not line.strip():
             continue
         where = f"{path}:{no}"
-        cols = line.rstrip("\n").split("\t") if beir else line.split()
+        cols = line.split("\t") if beir else line.split()
         if beir and len(cols) == 3:
             qid, doc, grade = cols
         elif not beir and len(cols) == 4:

@@ -74,3 +74,57 @@ def test_compare_and_plot_take_results_files(tmp_path):
     data = load_runs([a, b], wanted=["umbrela_mean", "hhem"])
     assert [g.label for g in data.groups] == ["a.csv", "b.csv"]
     assert list(data.groups[0].values["hhem"]) == pytest.approx([r["metrics"]["hhem"] for r in records])
+
+
+def test_what_is_not_a_results_file(tmp_path):
+    header = "query_id,query,run_1_generation_score_hallucination_score\n"
+    (tmp_path / "r.txt").write_text(header)
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "binary.csv").write_bytes(b"\xff\xfe\x00query_id")
+    (tmp_path / "nothing_scored.csv").write_text("query_id,query,notes\nq,Q?,x\n")
+    (tmp_path / "no_query.csv").write_text("id,text,run_1_generation_score_hallucination_score\n")
+    for name in ("r.txt", "empty.csv", "binary.csv", "nothing_scored.csv", "no_query.csv"):
+        assert not is_results_csv(str(tmp_path / name)), name
+    assert list(results_records(str(tmp_path / "empty.csv"))) == []
+    (tmp_path / "one_score.csv").write_text(header)  # the score column right after query
+    assert is_results_csv(str(tmp_path / "one_score.csv"))
+
+
+def test_a_runs_fields_as_the_readers_read_them(tmp_path):
+    from ragscale.record_fields import record_fields
+
+    path = tmp_path / "sys.csv"
+    path.write_text("query_id,query,run_1_retrieved_passages,run_1_generated_answer\n"
+                    'q1,Why?,"{""[1]"": ""p one"", ""[2]"": ""p two""}",'
+                    '"[{""text"": ""Because"", ""citations"": [""[1]""]}, {""text"": ""so."", ""citations"": []}]"\n')
+    (rec,) = results_records(str(path))
+    fields = record_fields(rec)
+    assert (fields.task_id, fields.query, fields.answer, fields.passage_ids) == ("q1", "Why?", "Because so.",
+                                                                                  ("[1]", "[2]"))
+    assert rec["ragscale"]["source_file"] == str(path) and rec["ragscale"]["source_line"] == 2
+    bad = tmp_path / "bad.csv"
+    bad.write_text("query_id,query,run_1_generation_score_no_answer_score\nq1,Q?," + "x" * 80 + "\n")
+    with pytest.raises(UserError) as e:
+        list(results_records(str(bad)))
+    assert str(e.value) == f"{bad}:2 (run_1_generation_score_no_answer_score): not a JSON value ('{'x' * 60}')"
+
+
+def test_cells_of_the_wrong_shape_and_numbers_that_are_not():
+    from ragscale.io.orag_results import number
+
+    assert [number(v) for v in (float("nan"), float("inf"), float("-inf"), True, "1", 2)] == [None] * 5 + [2.0]
+    assert run_metrics({"retrieval_score_umbrela_scores": [3, 2], "generation_score_autonugget_scores": ["x"],
+                        "generation_score_citation_scores": [0.5]}) == {}
+
+
+def test_a_query_keeps_its_line_breaks_and_a_part_without_text_is_empty(tmp_path):
+    from ragscale.record_fields import record_fields
+
+    path = tmp_path / "sys.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        fh.write('query_id,query,run_1_generated_answer\r\n'
+                 'q1,"first line\r\nsecond",'
+                 '"[{""citations"": [""[1]""]}, {""text"": ""Paris."", ""citations"": []}]"\r\n')
+    (rec,) = results_records(str(path))
+    fields = record_fields(rec)
+    assert fields.query == "first line\r\nsecond" and fields.answer == " Paris."

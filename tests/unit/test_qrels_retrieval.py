@@ -256,3 +256,48 @@ def test_without_pytrec_eval_the_command_names_the_extra(tmp_path, capsys, monke
     assert main([write(tmp_path / "r.jsonl", "{}\n"), "--qrels", "q.tsv"]) == 2
     assert 'needs pytrec_eval: pip install "ragscale[retrieval]"' in capsys.readouterr().err
     assert main([write(tmp_path / "r.jsonl", "{}\n"), "--qrels", "a=x", "--qrels", "b"]) == 2
+
+
+def test_a_beir_id_with_a_space_is_one_id_and_messages_in_full(tmp_path):
+    assert read_qrels(write(tmp_path / "s.tsv", BEIR + "q 1\tdoc a-0-5\t1\n")) == {"q 1": {"doc a-0-5": 1}}
+    with pytest.raises(UserError) as e:
+        read_qrels(write(tmp_path / "t.txt", "q1 0 d1\n"))
+    assert str(e.value).endswith("t.txt:1: expected 4 columns (query-id, iteration, doc-id, relevance), or BEIR's "
+                                 "header line query-id\\tcorpus-id\\tscore, got 3")
+    with pytest.raises(UserError) as e:
+        read_collection_qrels({})
+    assert str(e.value) == "qrels: give a file, or a mapping of collection to file"
+    with pytest.raises(UserError) as e:
+        names((1,), ("Recall", "ERR", "nDCG@3"))
+    assert str(e.value) == "unknown retrieval measure(s) 'ERR', 'nDCG@3'; known: Recall, nDCG, MAP, P, MRR"
+    with pytest.raises(UserError, match="positive integers"):
+        names((True,), ("Recall",))  # a bool is not a cut-off
+    with pytest.raises(UserError) as e:
+        qrels_of_collection({"cloud": {}, "ibmcloud": {}}, "mt-rag-ibmcloud-elser")
+    assert str(e.value) == ("collection 'mt-rag-ibmcloud-elser' matches several qrels keys (cloud, ibmcloud); "
+                            "name it exactly")
+
+
+def test_collections_in_name_order_with_the_unnamed_last_and_identical_ids_on_request():
+    run = {"a::1": {"a::1": 5.0, "d": 1.0}, "b::1": {"x": 1.0}, "c::1": {"y": 1.0}}
+    coll = {"a::1": "zeta", "b::1": None, "c::1": "alpha"}
+    qrels = {None: {"a::1": {"d": 1}, "b::1": {"x": 1}, "c::1": {"y": 1}}}
+    out = score_collections(qrels, run, coll, k_values=(1,), measures=("Recall",))
+    assert list(out["collections"]) == ["alpha", "zeta", "None"]
+    assert out["collections"]["zeta"]["Recall@1"] == 1.0  # its own id dropped: d ranks first
+    kept = score_collections(qrels, run, coll, k_values=(1,), measures=("Recall",), ignore_identical_ids=False)
+    assert kept["collections"]["zeta"]["Recall@1"] == 0.0  # kept, its own id ranks first and is not relevant
+    assert run_of([{"task_id": "t", "contexts": []}])[1] == {"t": None}  # no Collection: None, not "None"
+
+
+def test_a_beir_header_is_tab_separated(tmp_path):
+    with pytest.raises(UserError, match=r"s.tsv:1: expected 4 columns .* got 3"):  # read as TREC qrels
+        read_qrels(write(tmp_path / "s.tsv", "query-id corpus-id score\nq1 d1 1\n"))
+
+
+def test_cut_offs_that_are_not_integers_and_a_run_with_nothing_scored():
+    for bad in (("3",), (0.5,), (0,), ()):
+        with pytest.raises(UserError, match="positive integers"):
+            names(bad, ("Recall",))
+    out = score_collections({"c": {"x": {"d": 1}}}, {"q": {"d": 1.0}}, {"q": "c"}, k_values=(1,), measures=("Recall",))
+    assert out["all"] == {"count": 1, "scored": 0, "Recall@1": None} and out["collections"]["c"]["Recall@1"] is None

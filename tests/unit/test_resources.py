@@ -9,7 +9,7 @@ import pytest
 from ragscale.errors import UserError
 from ragscale.overrides import compose
 from ragscale.pipeline.dataset import actor_pool
-from ragscale.pipeline.resources import Demand, demand, fit, scaled
+from ragscale.pipeline.resources import Demand, Fit, demand, fit, scaled
 from ragscale.plan import plan_run
 
 
@@ -69,3 +69,43 @@ def test_actor_pools_take_the_scale():
     pool = {"size": 2, "num_cpus": 1.0, "num_gpus": 0.0}
     assert actor_pool(pool, 16)["num_cpus"] == 1.0
     assert actor_pool(pool, 16, cpu_scale=0.25)["num_cpus"] == 0.25
+
+
+def test_a_pool_without_settings_asks_for_one_actor_of_one_cpu_and_no_gpu(monkeypatch):
+    from ragscale.pipeline import graph
+    from ragscale.stage_kinds import Stage
+
+    stages = [Stage("encoder", object, pool={}), Stage("judge", object, pool={"size": 3, "num_cpus": 0.5}, kwargs={"tag": "a"}),
+              Stage("derive", object, pool=None, num_cpus=0.25)]
+    monkeypatch.setattr(graph, "build_stages", lambda plan: stages)
+    need = demand(type("Plan", (), {"cluster": {}})())
+    assert need.pools == (("encoder", 1.0, 0.0), ("judge@a", 1.5, 0.0)) and need.task_cpus == 1.0
+    need = demand(type("Plan", (), {"cluster": {"lexical_num_cpus": 0.2}})())
+    assert need.task_cpus == 0.25  # the largest task: derive's
+
+
+def test_one_cpu_is_fitted_to_and_both_shortfalls_are_said():
+    need = Demand((("judge", 1.0, 1.0),), 1.0)
+    assert fit(need, {"CPU": 1.0, "GPU": 1.0}, local=True).cpu_scale == 0.5
+    both = fit(need, {"CPU": 1.0}, local=False).notice
+    assert both == ("warning: the actor pools ask for 1 GPU(s) (judge 1) and Ray has 0: the run waits until the cluster "
+                    "has them; the stages ask for 2 CPUs (judge 1, and 1 for a task) and Ray has 1: every stage's CPU "
+                    "request is scaled by 0.5 so that all of them run at once (they share the cores; "
+                    "cluster.fit_cpus=false keeps the requests)")
+    kept = fit(need, {"CPU": 1.0}, local=False, fit_cpus=False).notice
+    assert kept.startswith("warning: the actor pools ask for 1 GPU(s)") and kept.endswith(
+        "; warning: the stages ask for 2 CPUs (judge 1, and 1 for a task) and Ray has 1: the run waits until the "
+        "cluster has them (cluster.fit_cpus=false)")
+    with pytest.raises(UserError) as e:
+        fit(need, {"CPU": 4.0}, local=True)
+    assert str(e.value) == ("the actor pools ask for 1 GPU(s) (judge 1) and Ray has 0: set the pools' num_gpus to 0 "
+                            "(cluster=local runs on CPUs), or run on a machine with the GPUs")
+
+
+def test_a_scale_of_one_or_more_keeps_a_request_as_it_is():
+    assert scaled(1 / 3, 1.0) == 1 / 3 and scaled(1 / 3, 1.5) == 1 / 3 and scaled(1 / 3, 0.999) == pytest.approx(0.3329)
+
+
+def test_requests_within_rays_resolution_of_what_it_has_fit():
+    assert fit(Demand((("judge", 1.0, 1.0001),), 1.0), {"CPU": 2.0, "GPU": 1.0}, local=True) == Fit()
+    assert fit(Demand((("judge", 0.5, 0.0),), 0.5001), {"CPU": 1.0}, local=True) == Fit()  # 1.0001 CPUs of 1
