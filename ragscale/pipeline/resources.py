@@ -80,21 +80,21 @@ def fit(need: Demand, resources: dict, local: bool, fit_cpus: bool = True) -> Fi
     ``local``: an instance this run started (no autoscaler to wait for). A local instance with
     fewer GPUs than the pools ask for is a UserError; a connected one gets a warning."""
     gpus = float(resources.get("GPU", 0.0))
-    gpu_notice = None
+    said: list[str] = []  # the notices, joined by "; "
     if need.gpus > gpus + RESOLUTION:
         text = (f"the actor pools ask for {need.gpus:g} GPU(s) ({need.parts(2)}) and Ray has {gpus:g}")
         if local:
             raise UserError(f"{text}: set the pools' num_gpus to 0 (cluster=local runs on CPUs), or run on a "
                             "machine with the GPUs")
-        gpu_notice = f"warning: {text}: the run waits until the cluster has them"
+        said.append(f"warning: {text}: the run waits until the cluster has them")
     cpus = float(resources.get("CPU", 0.0))
     if need.cpus <= cpus + RESOLUTION or cpus <= 0:
-        return Fit(1.0, gpu_notice)
+        return Fit(1.0, said[0] if said else None)  # the GPU warning, if any
     asked = f"the stages ask for {need.cpus:g} CPUs ({need.parts(1)}, and {need.task_cpus:g} for a task) and Ray has {cpus:g}"
     if not fit_cpus:
-        notice = f"warning: {asked}: the run waits until the cluster has them (cluster.fit_cpus=false)"
-        return Fit(1.0, notice if gpu_notice is None else f"{gpu_notice}; {notice}")
+        said.append(f"warning: {asked}: the run waits until the cluster has them (cluster.fit_cpus=false)")
+        return Fit(1.0, "; ".join(said))
     scale = cpus / need.cpus
-    notice = (f"{asked}: every stage's CPU request is scaled by {scale:.3g} so that all of them run at once "
-              "(they share the cores; cluster.fit_cpus=false keeps the requests)")
-    return Fit(scale, notice if gpu_notice is None else f"{gpu_notice}; {notice}")
+    said.append(f"{asked}: every stage's CPU request is scaled by {scale:.3g} so that all of them run at once "
+                "(they share the cores; cluster.fit_cpus=false keeps the requests)")
+    return Fit(scale, "; ".join(said))
