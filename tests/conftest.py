@@ -74,11 +74,21 @@ def reference_source(repo: str, path: str, commit: str = "HEAD", binary: bool = 
 def load_benchmark(name: str):  # noqa: ANN201 - a module
     """benchmarks/<name>.py as a module, for testing its helpers; the script puts the repository
     and benchmarks/ on sys.path, which is put back as it was."""
+    return load_file("benchmarks", name, f"bench_{name}")
+
+
+def load_script(name: str):  # noqa: ANN201 - a module
+    """scripts/<name>.py as a module (the MT-RAG studies' ``study`` functions)."""
+    return load_file("scripts", name, name)
+
+
+def load_file(folder: str, name: str, module: str):  # noqa: ANN201 - a module
+    """<folder>/<name>.py of the checkout as module ``module``; sys.path is put back as it was."""
     import importlib.util
 
     path = list(sys.path)
     try:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", os.path.join(ROOT, "benchmarks", f"{name}.py"))
+        spec = importlib.util.spec_from_file_location(module, os.path.join(ROOT, folder, f"{name}.py"))
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
     finally:

@@ -2,30 +2,19 @@
 RL_F as the judge, median human faithfulness on a random half, checked against the other half.
 Skips (a conformance skip, listed at the end) where no copy of IBM's mt-rag-benchmark is present."""
 
-import importlib.util
-import os
-
 import pytest
 
-from conftest import ROOT, reference_source
+from conftest import load_script, reference_source
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("needs_ppi")]
 
 HUMAN = "mtrag-human/evaluations/reference_subset_with_human_evaluations.json"
 
 
-def script():
-    spec = importlib.util.spec_from_file_location("mtrag_calibration", os.path.join(ROOT, "scripts",
-                                                                                    "mtrag_calibration.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_calibrated_estimates_on_mtrag_human_subset(tmp_path):
     path = tmp_path / "human.json"
     path.write_text(reference_source("mt-rag-benchmark", HUMAN))
-    mod = script()
+    mod = load_script("mtrag_calibration")
     res = mod.study(str(path), splits=60)
     assert res["records"] == 477 and set(res["split0"]) == {"gpt-4o", "llama-3.1-405b-instruct", "reference"}
     for model, r in res["split0"].items():

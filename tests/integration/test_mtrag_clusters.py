@@ -2,12 +2,10 @@
 and the intervals of the means resampling tasks, then whole conversations, on the authors' values.
 Skips (a conformance skip, listed at the end) where no copy of IBM's mt-rag-benchmark is present."""
 
-import importlib.util
 import math
-import os
 
 import pytest
-from conftest import ROOT, reference_source
+from conftest import load_script, reference_source
 
 pytestmark = [pytest.mark.integration]
 
@@ -15,17 +13,10 @@ HUMAN = "mtrag-human/evaluations/reference_subset_with_human_evaluations.json"
 MODELS = {"reference", "gpt-4o", "llama-3.1-405b-instruct"}
 
 
-def script():
-    spec = importlib.util.spec_from_file_location("mtrag_clusters", os.path.join(ROOT, "scripts", "mtrag_clusters.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_conversation_aware_inference_on_mtrag_human_subset(tmp_path):
     path = tmp_path / "human.json"
     path.write_text(reference_source("mt-rag-benchmark", HUMAN))
-    mod = script()
+    mod = load_script("mtrag_clusters")
     res = mod.study(str(path), resamples=2000)
     assert res["records"] == 477 and set(res["models"]) == MODELS
     assert res["conversations"] == 20 and res["tasks"] == 159
