@@ -50,9 +50,10 @@ class Run:
     @property
     def files(self) -> dict[str, str]:
         """The run's output files that exist, by their path in the run's folder: the records, the
-        summary, run.json and consistency.jsonl, then every file the report sinks wrote as run.json's
+        summary, run.json, consistency.jsonl and nuggets.jsonl, then every file the report sinks wrote as run.json's
         ``outputs`` lists them (``leaderboard.md``, ``report.html``, ``open-rag-eval/<model>.csv``, ...)."""
-        names = ["records.jsonl", "records.parquet", "summary.json", "summary.csv", "run.json", "consistency.jsonl"]
+        names = ["records.jsonl", "records.parquet", "summary.json", "summary.csv", "run.json", "consistency.jsonl",
+                 "nuggets.jsonl"]
         try:
             outputs = self.run_info.get("outputs") or {}
         except (OSError, ValueError):  # run.json unreadable: the core files only

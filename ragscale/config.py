@@ -131,6 +131,20 @@ class TrecConf:
 
 
 @dataclass
+class NuggetsConf:
+    """The nugget bank (docs/metrics.md, "One nugget bank per query"): ``per_query`` creates one
+    bank per query from every record's passages pooled (castorini/nuggetizer's, TREC's) and
+    assigns every answer against it; ``per_record`` creates nuggets from each record's own
+    passages (open-rag-eval's); ``auto`` is per_query for a sweep (two models or more), else
+    per_record. ``bank_file``: a nuggets.jsonl (an earlier run's, or reviewed by hand) whose
+    banks are used as they are for their queries."""
+
+    bank: str = "auto"
+    bank_file: Optional[str] = None
+    window: int = 10  # passages per creation step of a bank (nuggetizer's creator_window_size)
+
+
+@dataclass
 class TaxonomyConf:
     """The label-based taxonomy (seed "Metrics Taxonomy"). ``k``: the top-K chunks that are
     labelled and scored (``null``: every retrieved chunk); with fewer chunks, K_i = their number."""
@@ -281,6 +295,7 @@ class RagscaleConf:
     panel_metrics: List[str] = field(default_factory=lambda: ["RB_llm"])
     cluster: ClusterConf = field(default_factory=ClusterConf)
     trec: TrecConf = field(default_factory=TrecConf)
+    nuggets: NuggetsConf = field(default_factory=NuggetsConf)
     hallucination: HallucinationConf = field(default_factory=HallucinationConf)
     custom: CustomConf = field(default_factory=CustomConf)
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)

@@ -100,9 +100,12 @@ class Signals:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def _stream(plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str, stop: Signals) -> tuple:
+def _stream(plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: str, stop: Signals,
+            pointers: Any = ()) -> tuple:
     """Stream ``todo`` through the Ray pipeline into ``writer``, showing live progress; a signal
-    (``stop``) or Ctrl-C stops it with what is finished written. Returns (failure, ray_info, stats)."""
+    (``stop``) or Ctrl-C stops it with what is finished written. The nugget banks of a per-query run
+    are built first, from every record (``pointers``; ragscale.pipeline.nugget_bank). Returns
+    (failure, ray_info, stats); ray_info's ``nugget_bank`` is run.json's."""
     from ragscale.pipeline.dataset import ray_session, run_pipeline, stage_labels
     from ragscale.pipeline.progress import ProgressDisplay, choose_mode, start_hub
     from ragscale.pipeline.resources import demand, fit
@@ -121,6 +124,13 @@ def _stream(plan: RunPlan, todo: Any, writer: Any, printer: Printer, out_dir: st
                     printer(f"[ragscale] {fitted.notice}")
                 if fitted.cpu_scale != 1.0:
                     ray_info["cpu_scale"] = fitted.cpu_scale
+                from ragscale.pipeline.nugget_bank import build_banks
+
+                stop.arm()
+                try:
+                    plan, ray_info["nugget_bank"] = build_banks(plan, pointers, out_dir, printer, fitted.cpu_scale)
+                finally:
+                    stop.disarm()
                 hub = start_hub() if mode != "off" else None
                 with ProgressDisplay(hub, stage_labels(plan), len(todo), mode, opts.progress_interval_s,
                                      printer) as display:
@@ -243,7 +253,8 @@ def _execute(plan: RunPlan, out_dir: str, printer: Printer, stop: Signals, t_sta
                 "for a judge-based factual_consistency_judge (a different metric)")
     writer = RecordWriter(out_dir, keys)
     t1 = time.time()
-    failure, ray_info, stats = _stream(plan, todo, writer, printer, out_dir, stop)
+    failure, ray_info, stats = _stream(plan, todo, writer, printer, out_dir, stop, pointers)
+    bank = ray_info.pop("nugget_bank", None)
     timings["pipeline_wall"] = time.time() - t1
     summary, outputs, failure = _finish(plan, out_dir, failure, timings, printer)
     missing = len(pointers) - keys.expected_done()
@@ -255,6 +266,8 @@ def _execute(plan: RunPlan, out_dir: str, printer: Printer, stop: Signals, t_sta
                "judge_failed": judge_failed, "missing": missing, "duplicates_dropped": writer.duplicates}
     info = build_run_info(plan, t_start=t_start, failure=failure, timings=timings, stats=stats,
                           ray_info=ray_info, records=records)
+    if bank:
+        info["nugget_bank"] = bank
     info["outputs"] = outputs.finish_reports(summary, info)
     if outputs.failed:  # an output not written, wholly or partly: exit 5 (ragscale.exitcodes.INCOMPLETE)
         info["outputs_failed"] = outputs.failed

@@ -52,6 +52,7 @@ class RunPlan:
     relevancy_kwargs: dict = field(default_factory=dict)  # EmbeddingsClient arguments; {}: the encoder embeds
     cluster: dict = field(default_factory=dict)
     consistency: dict = field(default_factory=dict)  # plan_consistency's (step consistency)
+    nugget_bank: dict = field(default_factory=dict)  # nuggets.* (ragscale.io.nugget_bank), with the nuggets judge
     reports: Any = None  # ragscale.report.sinks.ReportSettings: what the report pass writes
     hallucination_conf: dict = field(default_factory=dict)  # hallucination.*, resolved (run.json's models)
     options: RunOptions = field(default_factory=RunOptions)  # how the driver runs it (not fingerprinted)
@@ -86,6 +87,9 @@ class RunPlan:
 
         if self.relevancy_kwargs and embedded(self.metrics):  # absent offline: old fingerprints hold
             out["relevancy_embeddings"] = {k: self.relevancy_kwargs[k] for k in ("model", "base_url")}
+        nb = self.nugget_bank
+        if nb and (nb.get("bank") != "auto" or nb.get("bank_file")):  # absent by default: old fingerprints hold
+            out["nuggets"] = {"bank": nb.get("bank"), "bank_file": nb.get("bank_file")}
         if self.panel_kwargs:
             out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")}
                                   | ({"protocol": c["protocol"]} if c.get("protocol", "constrained") != "constrained" else {})
@@ -180,6 +184,23 @@ def _expectations(cfg: Any, metrics: list[str]) -> Any:
         raise UserError(f"{', '.join(fact_metrics)} need custom.expectations=FILE.yaml (per-question fact checks; "
                         "see docs/metrics.md), or leave them out of metrics.custom")
     return None
+
+
+def plan_nugget_bank(conf: dict) -> dict:
+    """``nuggets.*`` checked: the bank mode, the window, and a readable ``bank_file``."""
+    from ragscale.io.nugget_bank import MODES, read
+
+    if conf.get("bank") not in MODES:
+        raise UserError(f"nuggets.bank must be one of {', '.join(MODES)}, got {conf.get('bank')!r}")
+    w = conf.get("window")
+    if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+        raise UserError(f"nuggets.window must be a positive integer, got {w!r}")
+    if conf.get("bank_file"):
+        conf["bank_file"] = os.path.abspath(str(conf["bank_file"]))
+        read(conf["bank_file"])  # a one-line error now, not after Ray started
+        if conf["bank"] == "per_record":
+            raise UserError("nuggets.bank_file needs nuggets.bank=per_query or auto (per_record builds no bank)")
+    return conf
 
 
 def _consistency_encoder(spec: str, run_encoder: dict) -> dict:
@@ -312,6 +333,8 @@ def plan_run(cfg: Any) -> RunPlan:
         if judges.pop("needs_derive"):
             stages.add("derive")  # the panel's median
         plan.update(judges)
+        if "nuggets" in judges["judge_kwargs"]["judges"] or any("nuggets" in k["judges"] for k in judges["panel_kwargs"]):
+            plan["nugget_bank"] = plan_nugget_bank(OmegaConf.to_container(cfg.nuggets, resolve=True))
     run = RunPlan(
         scenario=cfg.scenario_name or SELECTED, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
         files=tuple(files), encoder_conf=encoder_conf, judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),

@@ -1,8 +1,10 @@
-"""The nugget judge's rounds for one record (ragscale.judges.nuggets), written once for both
-protocols: the creation iterations, one importance round, one assignment round, and the
-result with its details. A ``NuggetProtocol`` holds what differs between the constrained and
-the reference protocol: the renderers and parsers, what a failure gives the record, and the
-rules of the creation loop and of the label rounds."""
+"""The nugget judge's rounds (ragscale.judges.nuggets), written once for both protocols: for one
+record the creation iterations, one importance round, one assignment round, and the result with
+its details; for one query's bank (``nuggets.bank=per_query``) nuggetizer's windowed creation and
+the importance round, then each record's assignment round against the bank. A
+``NuggetProtocol`` holds what differs between the constrained and the reference protocol: the
+renderers and parsers, what a failure gives the record, and the rules of the creation loop and of
+the label rounds."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from ragscale.metrics.nuggets import KEEP, nugget_scores, sort_and_keep
 
 CREATION_ITERS = 5  # AutoNuggetMetric(nugget_creation_iters=5)
 BATCH = 10  # importance and assignment batch size
+WINDOW = 10  # passages per creation step of a query's bank (nuggetizer's creator_window_size)
 
 
 def batches(items: Sequence[str]) -> list[list[str]]:
@@ -69,41 +72,98 @@ class NuggetProtocol:
         return first_failure(what, answers) if self.exact_batches else labels_failure(what, answers, n)
 
 
-def rounds(protocol: NuggetProtocol, query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
-    """The three rounds for one record under ``protocol``; ``passages`` are those graded >= 1,
-    in order. Returns ``protocol.fail(reason)`` or ``JudgeResult`` with the metrics and
-    ``{"nuggets", "created", "iterations"}`` details."""
+@dataclass(frozen=True)
+class Stopped:
+    """A round that failed: ``result`` is what the record gets (the protocol's ``fail``)."""
+
+    result: Any
+
+
+def create(protocol: NuggetProtocol, query: str, passages: Sequence[str]) -> JudgeRun:
+    """open-rag-eval's creation loop: up to ``CREATION_ITERS`` steps over the whole context.
+    Returns (nuggets, iterations), or ``Stopped``."""
     p = protocol
     nuggets: list[str] = []
     iterations = 0
     while iterations < CREATION_ITERS:
         iterations += 1
-        step = (p.render_create(query, passages, nuggets), p.parse_nuggets)
-        if p.creation_fan_out:
-            [got] = yield [step]
-            if isinstance(got, Failed):
-                return p.fail(f"nugget creation failed (iteration {iterations}): {got.reason}")
-        else:
-            got = yield step
-        if not got:
-            return p.fail(f"nugget creation returned no nuggets (iteration {iterations})")
+        got = yield from _create_step(p, query, passages, nuggets, f"iteration {iterations}")
+        if isinstance(got, Stopped):
+            return got
         unchanged, nuggets = got == nuggets, got
         if len(nuggets) >= MAX_NUGGETS or (p.fixed_point and unchanged):
             break
+    return nuggets, iterations
 
+
+def create_windows(protocol: NuggetProtocol, query: str, passages: Sequence[str],
+                   window: int = WINDOW) -> JudgeRun:
+    """castorini/nuggetizer's creation (``Nuggetizer.create``): one step per window of
+    ``window`` passages, in order, each updating the list so far. Returns (nuggets, windows),
+    or ``Stopped``."""
+    nuggets: list[str] = []
+    starts = range(0, max(len(passages), 1), window)  # no passage: one step, as open-rag-eval's empty context
+    for k, start in enumerate(starts):
+        got = yield from _create_step(protocol, query, passages[start:start + window], nuggets,
+                                      f"window {k + 1} of {len(starts)}")
+        if isinstance(got, Stopped):
+            return got
+        nuggets = got
+    return nuggets, len(starts)
+
+
+def _create_step(p: NuggetProtocol, query: str, passages: Sequence[str], nuggets: list[str], where: str) -> JudgeRun:
+    """One creation step: the new list, or ``Stopped``."""
+    step = (p.render_create(query, passages, nuggets), p.parse_nuggets)
+    if p.creation_fan_out:
+        [got] = yield [step]
+        if isinstance(got, Failed):
+            return Stopped(p.fail(f"nugget creation failed ({where}): {got.reason}"))
+    else:
+        got = yield step
+    if not got:
+        return Stopped(p.fail(f"nugget creation returned no nuggets ({where})"))
+    return got
+
+
+def importance(protocol: NuggetProtocol, query: str, nuggets: Sequence[str]) -> JudgeRun:
+    """The importance round, then open-rag-eval's sort and cut to ``KEEP``: (kept nuggets,
+    their labels), or ``Stopped``."""
+    p = protocol
     answers = yield [(p.render_importance(query, b), p.parser(p.parse_importance, b)) for b in batches(nuggets)]
     failure = p.failure("importance", answers, len(nuggets))
     if failure:
-        return p.fail(failure)
-    importances = [label for labels in answers for label in labels]
-    keep = sort_and_keep(importances, KEEP)
-    kept, kept_importances = [nuggets[i] for i in keep], [importances[i] for i in keep]
+        return Stopped(p.fail(failure))
+    labels = [label for labels in answers for label in labels]
+    keep = sort_and_keep(labels, KEEP)
+    return [nuggets[i] for i in keep], [labels[i] for i in keep]
 
+
+def assign(protocol: NuggetProtocol, query: str, answer: str, kept: Sequence[str]) -> JudgeRun:
+    """The assignment round of ``answer`` against ``kept``: the labels, or ``Stopped``."""
+    p = protocol
     answers = yield [(p.render_assign(query, answer, b), p.parser(p.parse_assignment, b)) for b in batches(kept)]
     failure = p.failure("assignment", answers, len(kept))
     if failure:
-        return p.fail(failure)
-    assignments = [label for labels in answers for label in labels]
+        return Stopped(p.fail(failure))
+    return [label for labels in answers for label in labels]
+
+
+def rounds(protocol: NuggetProtocol, query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
+    """The three rounds for one record under ``protocol``; ``passages`` are those graded >= 1,
+    in order. Returns ``protocol.fail(reason)`` or ``JudgeResult`` with the metrics and
+    ``{"nuggets", "created", "iterations"}`` details."""
+    made = yield from create(protocol, query, passages)
+    if isinstance(made, Stopped):
+        return made.result
+    nuggets, iterations = made
+    scored = yield from importance(protocol, query, nuggets)
+    if isinstance(scored, Stopped):
+        return scored.result
+    kept, kept_importances = scored
+    assignments = yield from assign(protocol, query, answer, kept)
+    if isinstance(assignments, Stopped):
+        return assignments.result
     details = {
         "nuggets": [{"text": t, "importance": i, "assignment": a}
                     for t, i, a in zip(kept, kept_importances, assignments)],
@@ -111,3 +171,32 @@ def rounds(protocol: NuggetProtocol, query: str, answer: str, passages: Sequence
         "iterations": iterations,
     }
     return JudgeResult(metrics=nugget_scores(kept_importances, assignments), details=details)
+
+
+def bank_rounds(protocol: NuggetProtocol, query: str, passages: Sequence[str], window: int = WINDOW) -> JudgeRun:
+    """One query's nugget bank (``nuggets.bank=per_query``): nuggetizer's windowed creation over
+    the pooled passages graded >= 1, then the importance round and the cut to ``KEEP``. Returns
+    ``protocol.fail(reason)`` or ``JudgeResult`` without metrics, with ``{"nuggets": [{"id",
+    "text", "importance"}], "created", "windows"}`` details; ids are ``n1``, ``n2``... in bank order."""
+    made = yield from create_windows(protocol, query, passages, window)
+    if isinstance(made, Stopped):
+        return made.result
+    nuggets, windows = made
+    scored = yield from importance(protocol, query, nuggets)
+    if isinstance(scored, Stopped):
+        return scored.result
+    kept, labels = scored
+    return JudgeResult(metrics={}, details={
+        "nuggets": [{"id": f"n{k + 1}", "text": t, "importance": i} for k, (t, i) in enumerate(zip(kept, labels))],
+        "created": len(nuggets), "windows": windows})
+
+
+def assign_rounds(protocol: NuggetProtocol, query: str, answer: str, bank: Sequence[dict]) -> JudgeRun:
+    """One record's answer against its query's bank (``bank_rounds``' nuggets): the assignment
+    round only. Returns ``protocol.fail(reason)`` or ``JudgeResult`` with the metrics and the
+    bank's nuggets, each with its assignment."""
+    assignments = yield from assign(protocol, query, answer, [n["text"] for n in bank])
+    if isinstance(assignments, Stopped):
+        return assignments.result
+    return JudgeResult(metrics=nugget_scores([n["importance"] for n in bank], assignments),
+                       details={"nuggets": [{**n, "assignment": a} for n, a in zip(bank, assignments)]})

@@ -115,7 +115,7 @@ open-rag-eval's own requests and rules, as ``AutoNuggetMetric.compute`` runs the
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ragscale.judges import nugget_prompts as constrained
 from ragscale.judges import nugget_reference as orag
@@ -123,7 +123,7 @@ from ragscale.judges.base import JudgeResult, JudgeRun, JudgeSpec, Undefined
 from ragscale.judges.judge_input import JudgeInput
 from ragscale.judges.nugget_prompts import NAME, VERSION
 from ragscale.judges.nugget_reference import REFERENCE_VERSION
-from ragscale.judges.nugget_rounds import NuggetProtocol, rounds
+from ragscale.judges.nugget_rounds import WINDOW, NuggetProtocol, assign_rounds, bank_rounds, rounds
 from ragscale.judges.umbrela import ORAG_SKIPPED
 from ragscale.metrics.registry import UNIT, MetricSpec, declare
 from ragscale.metrics.trec import answer_text
@@ -193,15 +193,23 @@ def run_reference(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
     return (yield from rounds(REFERENCE, query, answer, passages))
 
 
-def start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> JudgeRun:
+def start(inp: JudgeInput, protocol: str = "constrained", model: str = "", build_bank: bool = False,
+          window: int = WINDOW, bank: Mapping[str, Any] | None = None) -> JudgeRun:
     """The judge on a record: its question, its answer (citation markers removed), and its
-    passages filtered by the UMBRELA grades in its metrics."""
+    passages filtered by the UMBRELA grades in its metrics. ``build_bank``: the row is a query's
+    pooled passages, and the result is its bank (``nuggets.bank=per_query``, ragscale.io.nugget_bank).
+    ``bank`` (task id -> bank entry): the record's answer is assigned against its query's bank."""
     reference = protocol == "reference"
+    p = REFERENCE if reference else CONSTRAINED
+    if build_bank:
+        return (yield from _build(p, inp, window))
     if reference and not inp.prediction.strip():
         return Undefined(ORAG_SKIPPED)
     answer = answer_text(inp.prediction)
     if not answer.strip() and not reference:
         return Undefined("no generated answer")
+    if bank is not None:
+        return (yield from _assign(p, inp, answer, bank.get(inp.task_id or "")))
     grades = umbrela_grades(inp)
     if isinstance(grades, Undefined):
         return grades
@@ -212,6 +220,39 @@ def start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> Ju
     if isinstance(result, JudgeResult):
         result.details["passages_used"] = [ids[i] for i in used]
         result.details["passages_ungraded"] = [ids[i] for i, g in enumerate(grades) if g is None]
+    return result
+
+
+def _build(p: NuggetProtocol, inp: JudgeInput, window: int) -> JudgeRun:
+    """A query's bank from its pooled passages graded >= 1 (a failure: Undefined, with the reason)."""
+    if not inp.query.strip():
+        return Undefined("no query")
+    grades = umbrela_grades(inp)
+    if isinstance(grades, Undefined):
+        return grades
+    used = [i for i, g in enumerate(grades) if g is not None and g >= 1]
+    result = yield from bank_rounds(p, inp.query, [inp.passages[i] for i in used], window)
+    if not isinstance(result, JudgeResult) or "failed" in (result.details or {}):
+        reason = result.reason if isinstance(result, Undefined) else result.details["failed"]
+        return Undefined(f"the query's nugget bank failed: {reason}")
+    result.details["passages_used"] = [inp.passage_ids[i] for i in used]
+    result.details["passages_ungraded"] = [inp.passage_ids[i] for i, g in enumerate(grades) if g is None]
+    return result
+
+
+def _assign(p: NuggetProtocol, inp: JudgeInput, answer: str, entry: Mapping[str, Any] | None) -> JudgeRun:
+    """The record's answer against its query's bank ``entry`` (None: no bank for its task)."""
+    if entry is None:
+        return Undefined(f"no nugget bank for task {inp.task_id!r}")
+    if entry.get("failed"):
+        return p.fail(f"no nugget bank for task {inp.task_id!r}: {entry['failed']}")
+    if not inp.query.strip():
+        return p.fail("no query")
+    if not answer.strip():
+        return p.fail("Generated passage cannot be empty.")
+    result = yield from assign_rounds(p, inp.query, answer, entry["nuggets"])
+    if isinstance(result, JudgeResult) and "nuggets" in (result.details or {}):
+        result.details["bank"] = entry["key"]
     return result
 
 

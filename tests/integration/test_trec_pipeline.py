@@ -217,3 +217,72 @@ def test_consistency_alone(tmp_path):
     assert pq.read_table(out / "records.parquet").num_rows == len(records(out))
     lines = [json.loads(x) for x in open(out / "consistency.jsonl")]
     assert [x["query_id"] for x in lines] == ["cap"] and os.path.getsize(out / "report.html") > 0
+
+
+SWEEP = {  # two models, the same two queries, retrievers that returned different passages
+    "model-a": [("cap", "What is the capital of France?", "1", "[1]", "Paris is the capital of France.",
+                 "The capital is Paris [1]."),
+                ("cap", "What is the capital of France?", "1", "[2]", "France lies in western Europe.", ""),
+                ("sea", "Which ocean is the largest?", "1", "[1]", "The Pacific is the largest ocean.",
+                 "The Pacific [1].")],
+    "model-b": [("cap", "What is the capital of France?", "1", "[1]", "Lyon is a large French city.",
+                 "Paris, I think."),
+                ("cap", "What is the capital of France?", "1", "[2]", "Paris is the capital of France.", ""),
+                ("sea", "Which ocean is the largest?", "1", "[1]", "The Atlantic separates Europe and America.",
+                 "The Atlantic.")],
+}
+
+
+def test_a_sweep_grades_every_model_against_one_nugget_bank_per_query(tmp_path):
+    """nuggets.bank=auto is per_query for a sweep: one bank per query from both models' passages
+    (nuggets.jsonl), both models' answers assigned against it (same bank key, same nugget ids and
+    texts); a re-run reuses the banks; per_record builds none (each record its own nuggets)."""
+    files = ",".join(write_csv(tmp_path / f"{m}.csv", rows) for m, rows in SWEEP.items())
+    cache = f"judge.cache_path={tmp_path / 'c.sqlite'}"
+    out = tmp_path / "out"
+    res = run_cli(f"input=[{files}]", f"output_dir={out}", "steps=[retrieval,nuggets]", cache)
+    assert res.returncode in (0, 3), res.stdout[-2000:] + res.stderr[-3000:]
+    assert "nugget banks (nuggets.bank=auto: per_query, 2 model(s)): 2 queries, 0 reused, 2 to build" in res.stdout
+    banks = {b["task_id"]: b for b in map(json.loads, open(out / "nuggets.jsonl"))}
+    assert set(banks) == {"cap", "sea"}
+    for task, bank in banks.items():
+        assert bank["models"] == ["model-a", "model-b"] and bank["records"] == 2
+    # "Paris is the capital of France." was retrieved by both: pooled once
+    assert banks["cap"]["passages"] == 3 and banks["sea"]["passages"] == 2
+    info = json.load(open(out / "run.json"))["nugget_bank"]
+    assert info["mode"] == "per_query" and info["queries"] == 2 and info["built"] == 2
+    recs = [json.loads(x) for x in open(out / "records.jsonl")]
+    assert len(recs) == 4
+    for task, bank in banks.items():
+        graded = [r for r in recs if r["query_id"] == task]
+        if bank.get("failed"):  # a 135M judge may fail a bank: then its records are null, with why
+            assert all(r["metrics"]["nuggets_all"] is None for r in graded)
+            continue
+        want = [(n["id"], n["text"], n["importance"]) for n in bank["nuggets"]]
+        for r in graded:
+            d = r["ragscale"]["details"]["nuggets"]
+            if r["metrics"]["nuggets_all"] is None:
+                continue  # its assignment round failed (the reason is in judge_errors)
+            assert d["bank"] == bank["key"]
+            assert [(n["id"], n["text"], n["importance"]) for n in d["nuggets"]] == want
+            assert r["metrics"]["nuggets_count"] == len(want)
+    again = run_cli(f"input=[{files}]", f"output_dir={out}", "steps=[retrieval,nuggets]", cache)
+    assert again.returncode in (0, 3)
+    assert "records=4 already_done=4" in again.stdout  # nothing to do: no bank is built either
+
+    reviewed = tmp_path / "reviewed"  # the banks reused by another run, as a person reviewed them
+    res = run_cli(f"input=[{files}]", f"output_dir={reviewed}", "steps=[retrieval,nuggets]",
+                  f"nuggets.bank_file={out / 'nuggets.jsonl'}", cache)
+    assert res.returncode in (0, 3), res.stderr[-3000:]
+    assert "2 queries, 2 reused, 0 to build" in res.stdout
+    assert {b["task_id"]: b["key"] for b in map(json.loads, open(reviewed / "nuggets.jsonl"))} == \
+        {t: b["key"] for t, b in banks.items()}
+
+    own = tmp_path / "own"
+    res = run_cli(f"input=[{files}]", f"output_dir={own}", "steps=[retrieval,nuggets]", "nuggets.bank=per_record", cache)
+    assert res.returncode in (0, 3), res.stderr[-3000:]
+    assert not (own / "nuggets.jsonl").exists()
+    assert json.load(open(own / "run.json"))["nugget_bank"] == {"mode": "per_record", "asked": "per_record", "models": 2}
+    for r in map(json.loads, open(own / "records.jsonl")):
+        if r["metrics"]["nuggets_all"] is not None:
+            assert "bank" not in r["ragscale"]["details"]["nuggets"]
