@@ -4,7 +4,10 @@ Retrieval results scored against human qrels as MT-RAG's scripts/evaluation/run_
 scores them (ragscale.metrics.qrels_retrieval): per collection and weighted by each collection's
 task count, the queries without qrels counted and named. ``RESULTS.jsonl``: MT-RAG's retrieval
 records (``task_id``, ``Collection``, ``contexts`` with ``document_id`` and ``score``); several
-files are several retrievers, each scored on its own. Bad input is one line on stderr, exit code 2.
+files are several retrievers, each scored on its own. ``--fill umbrela``: the qrels' holes filled
+with the records' UMBRELA grades (a ragscale run's records.jsonl), scored again, with UMBRELA's
+Cohen's kappa against the human judgments (ragscale.metrics.qrels_fill). Bad input is one line on
+stderr, exit code 2.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="round the collection means to 5 decimals before weighting, as MT-RAG's script")
     p.add_argument("--keep-identical-ids", action="store_true",
                    help="score a passage whose id is its query's (MT-RAG's script drops it)")
+    p.add_argument("--fill", choices=["umbrela"],
+                   help="fill the qrels' holes (retrieved passages without a human judgment) with the UMBRELA grades "
+                        "of the records (a ragscale run's records.jsonl) and give UMBRELA's Cohen's kappa against the "
+                        "human judgments")
     p.add_argument("--json", action="store_true", help="print every figure, per query too, as JSON")
     return p
 
@@ -95,6 +102,45 @@ def _table(name: str, block: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def _filled(path: str, records: list[dict], qrels: dict, run: dict, collection_of: dict, score: dict) -> dict:
+    """The figures against the qrels filled by the records' UMBRELA grades, with the fill's counts
+    and UMBRELA's agreement with the human judgments (ragscale.metrics.qrels_fill)."""
+    from ragscale.metrics.qrels_fill import agreement, fill, is_binary, umbrela_grades
+    from ragscale.metrics.qrels_retrieval import score_collections
+
+    grades, without = umbrela_grades(records)
+    if not grades:
+        raise UserError(f"--fill umbrela: {path} holds no UMBRELA grades (metrics.umbrela_scores, one per passage); "
+                        f"run `ragscale run +scenario=trec steps=[retrieval] input={path}` and give its records.jsonl")
+    filled, pairs, counts = {}, [], {"holes": 0, "holes_relevant": 0, "judged": 0}
+    for coll, q in qrels.items():
+        filled[coll], more, got = fill(q, grades)
+        pairs += more
+        counts = {k: counts[k] + got[k] for k in counts}
+    binary = all(is_binary(q) for q in qrels.values())
+    block = score_collections(filled, run, collection_of, **score)
+    block["fill"] = {**counts, "records_without_grades": without, "binary_qrels": binary}
+    block["agreement"] = agreement(pairs, binary)
+    return block
+
+
+def _share(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def _fill_lines(block: dict) -> list[str]:
+    f, a = block["fill"], block["agreement"]
+    kappa = "undefined" if a["kappa"] is None else f"{a['kappa']:.3f}"
+    binary = "undefined" if a["kappa_binary"] is None else f"{a['kappa_binary']:.3f}"
+    return [f"UMBRELA against the human qrels on {a['pairs']} passage(s) both judged: Cohen's kappa {kappa} "
+             f"(labels as they are), {binary} (relevant: human >= {a['human_relevant_from']}, "
+             f"UMBRELA >= {a['umbrela_relevant_from']}); UMBRELA finds {_share(a['relevant_found'])} of the "
+             f"human-relevant passages relevant and {_share(a['nonrelevant_found'])} of the others non-relevant",
+             f"{f['holes']} hole(s) filled by UMBRELA ({f['holes_relevant']} relevant)"
+             + (f"; {f['records_without_grades']} record(s) without UMBRELA grades" if f["records_without_grades"] else ""),
+             ""]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Scores each results file and prints the tables (or JSON); 0, or 2 for bad input."""
     args = build_parser().parse_args(argv)
@@ -115,17 +161,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         qrels = read_collection_qrels(_qrels_spec(args.qrels))
         blocks = {}
         for path in args.results:
-            run, collection_of = run_of(_records(path))
-            blocks[path] = score_collections(qrels, run, collection_of, k_values, measures,
-                                             digits=5 if args.mtrag_rounding else None,
-                                             ignore_identical_ids=not args.keep_identical_ids)
+            records = _records(path)
+            run, collection_of = run_of(records)
+            score = dict(k_values=k_values, measures=measures, digits=5 if args.mtrag_rounding else None,
+                         ignore_identical_ids=not args.keep_identical_ids)
+            blocks[path] = score_collections(qrels, run, collection_of, **score)
+            if args.fill:
+                blocks[path]["filled"] = _filled(path, records, qrels, run, collection_of, score)
     except UserError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(blocks, indent=2))
     else:
-        print("\n".join(line for path, block in blocks.items() for line in _table(path, block)).rstrip())
+        lines = []
+        for path, block in blocks.items():
+            lines += _table(path, block)
+            if "filled" in block:
+                lines += _table(f"{path}, qrels filled by UMBRELA", block["filled"]) + _fill_lines(block["filled"])
+        print("\n".join(lines).rstrip())
     return 0
 
 

@@ -193,6 +193,22 @@ def test_mtrag_jsonl_through_the_trec_scenario(tmp_path):
         assert r["error"] is None
         assert len(r["metrics"]["umbrela_scores"]) == len(r["contexts"])
         assert r["metrics"]["answered"] in (0.0, 1.0)
+    # the run's records.jsonl is what `ragscale retrieval --fill umbrela` reads: human qrels with
+    # one judgment per task, every other graded passage a hole UMBRELA fills
+    pytest.importorskip("pytrec_eval", reason="the retrieval extra")
+    qrels = tmp_path / "q.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\n"
+                     + "".join(f"{r['task_id']}\t{r['contexts'][0]['document_id']}\t1\n" for r in recs))
+    res = subprocess.run([sys.executable, "-m", "ragscale.commands.retrieval", str(out / "records.jsonl"),
+                          "--qrels", str(qrels), "--fill", "umbrela", "--json"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    [block] = json.loads(res.stdout).values()
+    graded = {(r["task_id"], c["document_id"]) for r in recs for c, g in zip(r["contexts"], r["metrics"]["umbrela_scores"])
+              if g is not None}  # the two records may be two models' answers to one task: its passages once
+    judged = graded & {(r["task_id"], r["contexts"][0]["document_id"]) for r in recs}
+    assert block["filled"]["agreement"]["pairs"] == len(judged) >= 1
+    assert block["filled"]["fill"]["holes"] == len(graded - judged)
+    assert block["filled"]["all"]["scored"] == block["all"]["scored"] == len({r["task_id"] for r in recs})
 
 
 def test_bad_csv_header_is_one_line_before_ray(tmp_path):
