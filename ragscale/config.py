@@ -131,13 +131,26 @@ class TrecConf:
 
 
 @dataclass
+class QrelsConf:
+    """The records' ``contexts`` scored against human qrels as MT-RAG's retrieval evaluation, per
+    model and collection (retrieval.json, retrieval.md; docs/metrics.md "Retrieval against qrels").
+    ``file``: BEIR TSV or TREC qrels, or ``{collection: file}``; ``fill: umbrela``: also against the
+    qrels filled by the records' UMBRELA grades, with UMBRELA's Cohen's kappa."""
+
+    file: Any = None
+    k: List[int] = field(default_factory=lambda: [1, 3, 5, 10])
+    measures: List[str] = field(default_factory=lambda: ["Recall", "nDCG"])  # and MAP, P, MRR
+    fill: Optional[str] = None  # umbrela
+    mtrag_rounding: bool = False  # round the collection means to 5 decimals before weighting, as MT-RAG's script
+    keep_identical_ids: bool = False  # score a passage whose id is its query's (MT-RAG's script drops it)
+
+
+@dataclass
 class NuggetsConf:
-    """The nugget bank (docs/metrics.md, "One nugget bank per query"): ``per_query`` creates one
-    bank per query from every record's passages pooled (castorini/nuggetizer's, TREC's) and
-    assigns every answer against it; ``per_record`` creates nuggets from each record's own
-    passages (open-rag-eval's); ``auto`` is per_query for a sweep (two models or more), else
-    per_record. ``bank_file``: a nuggets.jsonl (an earlier run's, or reviewed by hand) whose
-    banks are used as they are for their queries."""
+    """The nugget bank (docs/metrics.md, "One nugget bank per query"): ``per_query`` one bank per
+    query from every record's passages pooled (castorini/nuggetizer's), ``per_record`` each
+    record's own (open-rag-eval's), ``auto`` per_query for two models or more. ``bank_file``: a
+    nuggets.jsonl whose banks are used as they are."""
 
     bank: str = "auto"
     bank_file: Optional[str] = None
@@ -296,6 +309,7 @@ class RagscaleConf:
     cluster: ClusterConf = field(default_factory=ClusterConf)
     trec: TrecConf = field(default_factory=TrecConf)
     nuggets: NuggetsConf = field(default_factory=NuggetsConf)
+    qrels: QrelsConf = field(default_factory=QrelsConf)
     hallucination: HallucinationConf = field(default_factory=HallucinationConf)
     custom: CustomConf = field(default_factory=CustomConf)
     taxonomy: TaxonomyConf = field(default_factory=TaxonomyConf)

@@ -365,6 +365,8 @@ def _print_files(out_dir: str, summary: dict, info: dict, printer: Printer, trac
     printer(f"[ragscale] records:     {os.path.join(out_dir, 'records.jsonl')} (and records.parquet)")
     if outputs.get("leaderboard"):
         printer(f"[ragscale] leaderboard: {os.path.join(out_dir, outputs['leaderboard'][0])}")
+    if outputs.get("retrieval"):
+        printer(f"[ragscale] retrieval:   {os.path.join(out_dir, outputs['retrieval'][-1])} (against qrels.file)")
     if tracked:
         printer(f"[ragscale] {tracked}")
     code = of_run(info["failure"], rec, info.get("outputs_failed"))

@@ -276,17 +276,29 @@ def _plain(node: Any) -> Any:
 
 def _reports(cfg: Any, metrics: list[str]) -> Any:
     """What the report pass writes (ragscale.report.sinks.ReportSettings), checked before any work:
-    significance (its unit of resampling and slices), calibration, agreement."""
-    from ragscale.report.sinks import ReportSettings, check_reports
+    significance (its unit of resampling and slices), calibration, agreement, retrieval against qrels."""
+    from omegaconf import OmegaConf
 
+    from ragscale.report.sinks import ReportSettings, check_reports
     from ragscale.report.slices import check_slices, cluster_field
 
     reports = ReportSettings(significance=_plain(cfg.significance), calibration=_plain(cfg.calibration),
                              agreement=_plain(cfg.agreement), export_csv=bool(cfg.trec.export_csv),
                              html_report=bool(cfg.html_report), cluster_by=cluster_field(cfg.cluster_by),
-                             slices=check_slices(_plain(cfg.slices)))
+                             slices=check_slices(_plain(cfg.slices)),
+                             qrels=_qrels(OmegaConf.to_container(cfg.qrels, resolve=True)))
     check_reports(reports, metrics)
     return reports
+
+
+def _qrels(conf: dict) -> dict:
+    """qrels.*, with the qrels file's path (or each collection's) made absolute."""
+    f = conf.get("file")
+    if isinstance(f, dict):
+        conf["file"] = {str(k): os.path.abspath(str(v)) for k, v in f.items()}
+    elif f:
+        conf["file"] = os.path.abspath(str(f))
+    return conf
 
 
 def plan_run(cfg: Any) -> RunPlan:

@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from typing import Sequence
 
 from ragscale.errors import OneLineParser, UserError
 
@@ -81,66 +81,6 @@ def _records(path: str) -> list[dict]:
     return out
 
 
-def _table(name: str, block: dict[str, Any]) -> list[str]:
-    figures = block["measures"]
-    lines = [f"## {name}", "", "| collection | tasks | scored | " + " | ".join(figures) + " |",
-             "|---|---:|---:|" + "---:|" * len(figures)]
-
-    def cells(row: dict) -> str:
-        return " | ".join("–" if row[f] is None else f"{row[f]:.4f}" for f in figures)
-
-    for coll, row in block["collections"].items():
-        lines.append(f"| {coll} | {row['count']} | {row['scored']} | {cells(row)} |")
-    lines.append(f"| all (weighted by tasks) | {block['all']['count']} | {block['all']['scored']} | {cells(block['all'])} |")
-    missing = [q for row in block["collections"].values() for q in row["without_qrels"]]
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more (--json)" if len(missing) > 5 else "")
-        lines += ["", f"{len(missing)} task(s) without qrels, not scored: {shown}"]
-    no_qrels = [c for c, row in block["collections"].items() if not row["qrels"]]
-    if no_qrels:
-        lines.append(f"no qrels for collection(s) {', '.join(no_qrels)}: give COLLECTION=FILE")
-    return lines + [""]
-
-
-def _filled(path: str, records: list[dict], qrels: dict, run: dict, collection_of: dict, score: dict) -> dict:
-    """The figures against the qrels filled by the records' UMBRELA grades, with the fill's counts
-    and UMBRELA's agreement with the human judgments (ragscale.metrics.qrels_fill)."""
-    from ragscale.metrics.qrels_fill import agreement, fill, is_binary, umbrela_grades
-    from ragscale.metrics.qrels_retrieval import score_collections
-
-    grades, without = umbrela_grades(records)
-    if not grades:
-        raise UserError(f"--fill umbrela: {path} holds no UMBRELA grades (metrics.umbrela_scores, one per passage); "
-                        f"run `ragscale run +scenario=trec steps=[retrieval] input={path}` and give its records.jsonl")
-    filled, pairs, counts = {}, [], {"holes": 0, "holes_relevant": 0, "judged": 0}
-    for coll, q in qrels.items():
-        filled[coll], more, got = fill(q, grades)
-        pairs += more
-        counts = {k: counts[k] + got[k] for k in counts}
-    binary = all(is_binary(q) for q in qrels.values())
-    block = score_collections(filled, run, collection_of, **score)
-    block["fill"] = {**counts, "records_without_grades": without, "binary_qrels": binary}
-    block["agreement"] = agreement(pairs, binary)
-    return block
-
-
-def _share(x: float | None) -> str:
-    return "–" if x is None else f"{x:.0%}"
-
-
-def _fill_lines(block: dict) -> list[str]:
-    f, a = block["fill"], block["agreement"]
-    kappa = "undefined" if a["kappa"] is None else f"{a['kappa']:.3f}"
-    binary = "undefined" if a["kappa_binary"] is None else f"{a['kappa_binary']:.3f}"
-    return [f"UMBRELA against the human qrels on {a['pairs']} passage(s) both judged: Cohen's kappa {kappa} "
-             f"(labels as they are), {binary} (relevant: human >= {a['human_relevant_from']}, "
-             f"UMBRELA >= {a['umbrela_relevant_from']}); UMBRELA finds {_share(a['relevant_found'])} of the "
-             f"human-relevant passages relevant and {_share(a['nonrelevant_found'])} of the others non-relevant",
-             f"{f['holes']} hole(s) filled by UMBRELA ({f['holes_relevant']} relevant)"
-             + (f"; {f['records_without_grades']} record(s) without UMBRELA grades" if f["records_without_grades"] else ""),
-             ""]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Scores each results file and prints the tables (or JSON); 0, or 2 for bad input."""
     args = build_parser().parse_args(argv)
@@ -151,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if missing("qrels") is not None:
             raise UserError(f"ragscale retrieval needs pytrec_eval: {install_hint('qrels')}")
         from ragscale.io.qrels import read_collection_qrels
+        from ragscale.metrics.qrels_fill import filled_block
         from ragscale.metrics.qrels_retrieval import run_of, score_collections
 
         try:
@@ -167,19 +108,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                          ignore_identical_ids=not args.keep_identical_ids)
             blocks[path] = score_collections(qrels, run, collection_of, **score)
             if args.fill:
-                blocks[path]["filled"] = _filled(path, records, qrels, run, collection_of, score)
+                blocks[path]["filled"] = filled_block(records, qrels, run, collection_of, score)
+                if blocks[path]["filled"] is None:
+                    raise UserError(f"--fill umbrela: {path} holds no UMBRELA grades (metrics.umbrela_scores, one per "
+                                    f"passage); run `ragscale run +scenario=trec steps=[retrieval] input={path}` and "
+                                    "give its records.jsonl")
     except UserError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(blocks, indent=2))
     else:
-        lines = []
-        for path, block in blocks.items():
-            lines += _table(path, block)
-            if "filled" in block:
-                lines += _table(f"{path}, qrels filled by UMBRELA", block["filled"]) + _fill_lines(block["filled"])
-        print("\n".join(lines).rstrip())
+        from ragscale.report.qrels_sink import tables
+
+        print("\n".join(line for path, block in blocks.items() for line in tables(path, block)).rstrip())
     return 0
 
 

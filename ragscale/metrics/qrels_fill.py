@@ -102,3 +102,28 @@ def agreement(pairs: Sequence[tuple[int, int]], binary_qrels: bool) -> dict:
             "nonrelevant_found": other.count(0) / len(other) if other else None,
             "human_relevant_from": cut, "umbrela_relevant_from": RELEVANT,
             "confusion": {f"{h},{g}": n for (h, g), n in sorted(Counter(pairs).items())}}
+
+
+def filled_block(records: Sequence[Mapping[str, Any]], qrels: Mapping[Any, Qrels], run: Mapping[str, Any],
+                 collection_of: Mapping[str, Any], score: Mapping[str, Any]) -> dict | None:
+    """The figures of ``run`` against the qrels (one per collection, ragscale.io.qrels) with their
+    holes filled by the records' UMBRELA grades (``score``: score_collections' keyword arguments),
+    with the fill's counts (``fill``) and UMBRELA's agreement with the human judgments
+    (``agreement``); None when no record has UMBRELA grades."""
+    from ragscale.metrics.qrels_retrieval import score_collections
+
+    grades, without = umbrela_grades(records)
+    if not grades:
+        return None
+    filled: dict[Any, Qrels] = {}
+    pairs: list[tuple[int, int]] = []
+    counts = {"holes": 0, "holes_relevant": 0, "judged": 0}
+    for coll, q in qrels.items():
+        filled[coll], more, got = fill(q, grades)
+        pairs += more
+        counts = {k: counts[k] + got[k] for k in counts}
+    binary = all(is_binary(q) for q in qrels.values())
+    block = score_collections(filled, dict(run), dict(collection_of), **score)
+    block["fill"] = {**counts, "records_without_grades": without, "binary_qrels": binary}
+    block["agreement"] = agreement(pairs, binary)
+    return block

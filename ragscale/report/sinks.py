@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol, Sequence
 from ragscale.errors import UserError
 from ragscale.exitcodes import INCOMPLETE, STATUS
 from ragscale.registry import REGISTRY
+from ragscale.report import qrels_sink
 
 TREC_STEPS = ("retrieval", "nuggets", "citation", "hallucination", "no_answer")
 
@@ -46,6 +47,7 @@ class ReportSettings:
     html_report: bool = True
     cluster_by: str | None = None
     slices: Any = None
+    qrels: Any = None  # ragscale.config.QrelsConf as a dict: retrieval against human qrels (ragscale.report.qrels_sink)
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ SINKS: tuple[SinkSpec, ...] = (
              lambda settings, plan, out_dir: _CalibrationFiles() if settings.calibration.human else None,
              _check_calibration),
     SinkSpec("open_rag_eval_csv", "open-rag-eval CSV export", _open_orag),
+    SinkSpec("retrieval", "retrieval against qrels", qrels_sink.open_sink, qrels_sink.check),
     SinkSpec("agreement", "judge-vs-human agreement", _open_agreement, _check_agreement),
     SinkSpec("html_report", "HTML report", _open_html),
 )

@@ -182,23 +182,27 @@ def test_nuggets_after_umbrela_in_the_pipeline(tmp_path):
 
 
 def test_mtrag_jsonl_through_the_trec_scenario(tmp_path):
+    """MT-RAG records through the TREC scenario, with their retrieval scored against qrels in the
+    same run (qrels.file, filled by UMBRELA): retrieval.json equals what `ragscale retrieval --fill
+    umbrela` gives on the run's records.jsonl."""
+    pytest.importorskip("pytrec_eval", reason="the retrieval extra")
     out = tmp_path / "out"
     sample = os.path.join(ROOT, "ragscale", "data", "mtrag_sample.jsonl")
+    first = [json.loads(x) for x in open(sample)][:2]
+    qrels = tmp_path / "q.tsv"  # human qrels judging each task's first passage, every other graded passage a hole
+    qrels.write_text("query-id\tcorpus-id\tscore\n"
+                     + "".join(f"{r['task_id']}\t{r['contexts'][0]['document_id']}\t1\n" for r in first))
     res = run_cli(f"input={sample}", f"output_dir={out}", "limit=2", "steps=[retrieval,no_answer]",
-                  f"judge.cache_path={tmp_path / 'c.sqlite'}")
+                  f"judge.cache_path={tmp_path / 'c.sqlite'}", f"qrels.file={qrels}", "qrels.fill=umbrela")
     assert res.returncode == 0, res.stderr[-3000:]
+    assert f"retrieval:   {out / 'retrieval.md'} (against qrels.file)" in res.stdout
     recs = [json.loads(x) for x in open(out / "records.jsonl")]
     assert len(recs) == 2
     for r in recs:
         assert r["error"] is None
         assert len(r["metrics"]["umbrela_scores"]) == len(r["contexts"])
         assert r["metrics"]["answered"] in (0.0, 1.0)
-    # the run's records.jsonl is what `ragscale retrieval --fill umbrela` reads: human qrels with
-    # one judgment per task, every other graded passage a hole UMBRELA fills
-    pytest.importorskip("pytrec_eval", reason="the retrieval extra")
-    qrels = tmp_path / "q.tsv"
-    qrels.write_text("query-id\tcorpus-id\tscore\n"
-                     + "".join(f"{r['task_id']}\t{r['contexts'][0]['document_id']}\t1\n" for r in recs))
+    # the run's records.jsonl is what `ragscale retrieval --fill umbrela` reads
     res = subprocess.run([sys.executable, "-m", "ragscale.commands.retrieval", str(out / "records.jsonl"),
                           "--qrels", str(qrels), "--fill", "umbrela", "--json"], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -209,6 +213,14 @@ def test_mtrag_jsonl_through_the_trec_scenario(tmp_path):
     assert block["filled"]["agreement"]["pairs"] == len(judged) >= 1
     assert block["filled"]["fill"]["holes"] == len(graded - judged)
     assert block["filled"]["all"]["scored"] == block["all"]["scored"] == len({r["task_id"] for r in recs})
+    in_run = json.load(open(out / "retrieval.json"))
+    assert set(in_run) == {r["model_id"] for r in recs}
+    for model, mine in in_run.items():  # each model's records: the command's figures on them
+        own = tmp_path / f"{model}.jsonl"
+        own.write_text("".join(json.dumps(r) + "\n" for r in recs if r["model_id"] == model))
+        res = subprocess.run([sys.executable, "-m", "ragscale.commands.retrieval", str(own), "--qrels", str(qrels),
+                              "--fill", "umbrela", "--json"], cwd=ROOT, capture_output=True, text=True)
+        assert mine.pop("without_ids") == 0 and mine == json.loads(res.stdout)[str(own)]
 
 
 def test_bad_csv_header_is_one_line_before_ray(tmp_path):

@@ -1,0 +1,167 @@
+"""Retrieval against human qrels in a run (``qrels.file=...``): a report sink over the run's records.
+
+The run's one pass over records.jsonl feeds it every record: the input's ``task_id``,
+``Collection`` and ``contexts`` (``document_id``, ``score``) and the record's UMBRELA grades. At the
+end each model's records are scored as ``ragscale retrieval`` scores a results file
+(ragscale.metrics.qrels_retrieval: MT-RAG's per-collection figures weighted by task count; with
+``qrels.fill=umbrela`` also against the qrels filled by UMBRELA, ragscale.metrics.qrels_fill), so a
+full-RAG run (MT-RAG's task C) gets its retrieval figures beside its generation metrics from the
+same records. Writes ``retrieval.json`` (per model: the figures per query, per collection and
+overall, the tasks without qrels) and ``retrieval.md`` (the tables). The table rendering is shared
+with the ``ragscale retrieval`` command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Sequence
+
+from ragscale.errors import UserError
+from ragscale.report.safe import md_cell
+
+FILES = ("retrieval.json", "retrieval.md")
+
+
+def open_sink(settings: Any, plan: Any, out_dir: str) -> "QrelsSink | None":
+    """The sink of a run with ``qrels.file`` (ragscale.report.sinks.SinkSpec's ``open``)."""
+    return QrelsSink(out_dir, settings.qrels) if (settings.qrels or {}).get("file") else None
+
+
+def check(settings: Any, metrics: Sequence[str]) -> None:
+    """qrels.* before any work: pytrec_eval installed, the cut-offs and measures, UMBRELA's grades
+    in the run for ``fill: umbrela``, the qrels readable (a one-line UserError)."""
+    q = settings.qrels or {}
+    if not q.get("file"):
+        return
+    from ragscale.extras import install_hint, missing
+    from ragscale.io.qrels import read_collection_qrels
+    from ragscale.metrics.qrels_retrieval import names
+
+    if missing("qrels") is not None:
+        raise UserError(f"qrels.file needs pytrec_eval: {install_hint('qrels')}")
+    names(list(q["k"]), list(q["measures"]))
+    if q.get("fill") not in (None, "umbrela"):
+        raise UserError(f"qrels.fill must be umbrela or null, got {q['fill']!r}")
+    if q.get("fill") and "umbrela_scores" not in metrics:
+        raise UserError("qrels.fill=umbrela fills the qrels' holes with UMBRELA's grades: add the retrieval step "
+                        "(e.g. +scenario=trec steps=[retrieval])")
+    read_collection_qrels(q["file"])
+
+
+class QrelsSink:
+    """A report sink (ragscale.report.sinks.Sink): collects each model's retrieval records;
+    ``finish`` scores them and writes retrieval.json and retrieval.md."""
+
+    def __init__(self, out_dir: str, conf: dict):
+        from ragscale.io.qrels import read_collection_qrels
+
+        self.out_dir, self.conf = out_dir, conf
+        self.qrels = read_collection_qrels(conf["file"])
+        self.records: dict[str, list[dict]] = {}
+        self.without_ids: dict[str, int] = {}  # records whose passages carry no document_id
+
+    def add(self, rec: dict) -> None:
+        model = str(rec.get("model_id"))
+        ctxs = rec.get("contexts")
+        if rec.get("task_id") is None or not isinstance(ctxs, list) or any(
+                not isinstance(c, dict) or c.get("document_id") in (None, "") for c in ctxs):
+            self.without_ids[model] = self.without_ids.get(model, 0) + 1
+            return
+        score = [c.get("score") for c in ctxs]
+        self.records.setdefault(model, []).append({
+            "task_id": rec["task_id"], "Collection": rec.get("Collection"),
+            "contexts": [{"document_id": c["document_id"],
+                          "score": s if isinstance(s, (int, float)) and not isinstance(s, bool) else None}
+                         for c, s in zip(ctxs, score)],
+            "metrics": {"umbrela_scores": (rec.get("metrics") or {}).get("umbrela_scores")}})
+
+    def blocks(self) -> dict[str, dict]:
+        """Each model's figures (``ragscale retrieval --json``'s block, with ``without_ids``)."""
+        from ragscale.metrics.qrels_fill import filled_block
+        from ragscale.metrics.qrels_retrieval import run_of, score_collections
+
+        c = self.conf
+        score = dict(k_values=list(c["k"]), measures=list(c["measures"]), digits=5 if c.get("mtrag_rounding") else None,
+                     ignore_identical_ids=not c.get("keep_identical_ids"))
+        out = {}
+        for model in sorted(set(self.records) | set(self.without_ids)):
+            recs = self.records.get(model, [])
+            run, collection_of = run_of(recs)
+            block = score_collections(self.qrels, run, collection_of, **score)
+            block["without_ids"] = self.without_ids.get(model, 0)
+            if c.get("fill") == "umbrela":
+                block["filled"] = filled_block(recs, self.qrels, run, collection_of, score)
+            out[model] = block
+        return out
+
+    def finish(self, done: Any) -> dict[str, list[str]]:
+        """Write retrieval.json and retrieval.md: run.json's ``outputs`` entry."""
+        return {"retrieval": [os.path.relpath(p, done.out_dir) for p in self.write()]}
+
+    def write(self) -> list[str]:
+        """Write retrieval.json and retrieval.md; their paths."""
+        blocks = self.blocks()
+        paths = [os.path.join(self.out_dir, f) for f in FILES]
+        with open(paths[0], "w", encoding="utf-8") as fh:
+            json.dump(blocks, fh, indent=2)
+        lines = [line for model, block in blocks.items() for line in tables(model, block, "retrieval.json")]
+        with open(paths[1], "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines).rstrip() + "\n")
+        return paths
+
+
+def tables(name: str, block: dict[str, Any], more: str = "--json") -> list[str]:
+    """The markdown of one results file's or model's figures: the table against the human qrels,
+    then, when filled, the table against the filled qrels and UMBRELA's agreement lines. ``more``:
+    where the full list of the tasks without qrels is."""
+    lines = table(md_cell(name), block, more)
+    if block.get("without_ids"):
+        lines.insert(-1, f"{block['without_ids']} record(s) without passage ids (contexts[].document_id): not scored")
+    filled = block.get("filled")
+    if "filled" in block and filled is None:
+        lines += ["no UMBRELA grades in the records (step retrieval): the qrels were not filled", ""]
+    elif filled is not None:
+        lines += table(f"{md_cell(name)}, qrels filled by UMBRELA", filled, more) + fill_lines(filled)
+    return lines
+
+
+def table(name: str, block: dict[str, Any], more: str = "--json") -> list[str]:
+    """One table: a row per collection (tasks, scored tasks, each figure), the weighted "all" row,
+    and the tasks without qrels by id."""
+    figures = block["measures"]
+    lines = [f"## {name}", "", "| collection | tasks | scored | " + " | ".join(figures) + " |",
+             "|---|---:|---:|" + "---:|" * len(figures)]
+
+    def cells(row: dict) -> str:
+        return " | ".join("–" if row[f] is None else f"{row[f]:.4f}" for f in figures)
+
+    for coll, row in block["collections"].items():
+        lines.append(f"| {md_cell(coll)} | {row['count']} | {row['scored']} | {cells(row)} |")
+    lines.append(f"| all (weighted by tasks) | {block['all']['count']} | {block['all']['scored']} | {cells(block['all'])} |")
+    missing = [q for row in block["collections"].values() for q in row["without_qrels"]]
+    if missing:
+        shown = ", ".join(md_cell(q) for q in missing[:5]) + (f" and {len(missing) - 5} more ({more})" if len(missing) > 5 else "")
+        lines += ["", f"{len(missing)} task(s) without qrels, not scored: {shown}"]
+    no_qrels = [c for c, row in block["collections"].items() if not row["qrels"]]
+    if no_qrels:
+        lines.append(f"no qrels for collection(s) {', '.join(map(md_cell, no_qrels))}: give COLLECTION=FILE")
+    return lines + [""]
+
+
+def _share(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def fill_lines(block: dict) -> list[str]:
+    """UMBRELA's agreement with the human judgments and the holes it filled, in two lines."""
+    f, a = block["fill"], block["agreement"]
+    kappa = "undefined" if a["kappa"] is None else f"{a['kappa']:.3f}"
+    binary = "undefined" if a["kappa_binary"] is None else f"{a['kappa_binary']:.3f}"
+    return [f"UMBRELA against the human qrels on {a['pairs']} passage(s) both judged: Cohen's kappa {kappa} "
+            f"(labels as they are), {binary} (relevant: human >= {a['human_relevant_from']}, "
+            f"UMBRELA >= {a['umbrela_relevant_from']}); UMBRELA finds {_share(a['relevant_found'])} of the "
+            f"human-relevant passages relevant and {_share(a['nonrelevant_found'])} of the others non-relevant",
+            f"{f['holes']} hole(s) filled by UMBRELA ({f['holes_relevant']} relevant)"
+            + (f"; {f['records_without_grades']} record(s) without UMBRELA grades" if f["records_without_grades"] else ""),
+            ""]
