@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(blocks, indent=2))
     else:
-        from ragscale.report.qrels_sink import tables
+        from ragscale.report.qrels_text import tables
 
         print("\n".join(line for path, block in blocks.items() for line in tables(path, block)).rstrip())
     return 0

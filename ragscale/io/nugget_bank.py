@@ -58,7 +58,7 @@ def pool(rows: Iterable[Mapping[str, Any]]) -> list[dict]:
         texts: list[str] = []
         ids: list[str] = []
         seen: set[str] = set()
-        depth = max((len(r.get("passages") or ()) for r in recs), default=0)
+        depth = max(len(r.get("passages") or ()) for r in recs)
         for rank in range(depth):
             for r in recs:
                 passages = r.get("passages") or ()

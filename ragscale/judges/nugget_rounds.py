@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from ragscale.judges.base import Failed, JudgePrompt, JudgeResult, JudgeRun
 from ragscale.judges.nugget_prompts import MAX_NUGGETS
-from ragscale.metrics.nuggets import KEEP, nugget_scores, sort_and_keep
+from ragscale.metrics.nuggets import nugget_scores, sort_and_keep
 
 CREATION_ITERS = 5  # AutoNuggetMetric(nugget_creation_iters=5)
 BATCH = 10  # importance and assignment batch size
@@ -135,7 +135,7 @@ def importance(protocol: NuggetProtocol, query: str, nuggets: Sequence[str]) -> 
     if failure:
         return Stopped(p.fail(failure))
     labels = [label for labels in answers for label in labels]
-    keep = sort_and_keep(labels, KEEP)
+    keep = sort_and_keep(labels)  # the first KEEP
     return [nuggets[i] for i in keep], [labels[i] for i in keep]
 
 
@@ -149,18 +149,25 @@ def assign(protocol: NuggetProtocol, query: str, answer: str, kept: Sequence[str
     return [label for labels in answers for label in labels]
 
 
+def created_and_kept(protocol: NuggetProtocol, query: str, creation: JudgeRun) -> JudgeRun:
+    """A creation (``create`` or ``create_windows``), then the importance round: (the nuggets
+    created, the creation's steps, the kept nuggets, their labels), or ``Stopped``."""
+    made = yield from creation
+    if isinstance(made, Stopped):
+        return made
+    nuggets, steps = made
+    scored = yield from importance(protocol, query, nuggets)
+    return scored if isinstance(scored, Stopped) else (nuggets, steps, *scored)
+
+
 def rounds(protocol: NuggetProtocol, query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
     """The three rounds for one record under ``protocol``; ``passages`` are those graded >= 1,
     in order. Returns ``protocol.fail(reason)`` or ``JudgeResult`` with the metrics and
     ``{"nuggets", "created", "iterations"}`` details."""
-    made = yield from create(protocol, query, passages)
-    if isinstance(made, Stopped):
-        return made.result
-    nuggets, iterations = made
-    scored = yield from importance(protocol, query, nuggets)
-    if isinstance(scored, Stopped):
-        return scored.result
-    kept, kept_importances = scored
+    got = yield from created_and_kept(protocol, query, create(protocol, query, passages))
+    if isinstance(got, Stopped):
+        return got.result
+    nuggets, iterations, kept, kept_importances = got
     assignments = yield from assign(protocol, query, answer, kept)
     if isinstance(assignments, Stopped):
         return assignments.result
@@ -178,14 +185,10 @@ def bank_rounds(protocol: NuggetProtocol, query: str, passages: Sequence[str], w
     the pooled passages graded >= 1, then the importance round and the cut to ``KEEP``. Returns
     ``protocol.fail(reason)`` or ``JudgeResult`` without metrics, with ``{"nuggets": [{"id",
     "text", "importance"}], "created", "windows"}`` details; ids are ``n1``, ``n2``... in bank order."""
-    made = yield from create_windows(protocol, query, passages, window)
-    if isinstance(made, Stopped):
-        return made.result
-    nuggets, windows = made
-    scored = yield from importance(protocol, query, nuggets)
-    if isinstance(scored, Stopped):
-        return scored.result
-    kept, labels = scored
+    got = yield from created_and_kept(protocol, query, create_windows(protocol, query, passages, window))
+    if isinstance(got, Stopped):
+        return got.result
+    nuggets, windows, kept, labels = got
     return JudgeResult(metrics={}, details={
         "nuggets": [{"id": f"n{k + 1}", "text": t, "importance": i} for k, (t, i) in enumerate(zip(kept, labels))],
         "created": len(nuggets), "windows": windows})

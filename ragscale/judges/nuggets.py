@@ -178,9 +178,7 @@ def run(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
     "iterations"}`` details (``start`` adds the passage ids)."""
     if not query.strip():
         return Undefined("no query")
-    if not answer.strip():
-        return Undefined("no generated answer")
-    return (yield from rounds(CONSTRAINED, query, answer, passages))
+    return (yield from rounds(CONSTRAINED, query, answer, passages))  # start checked the answer
 
 
 def run_reference(query: str, answer: str, passages: Sequence[str]) -> JudgeRun:
@@ -209,7 +207,7 @@ def start(inp: JudgeInput, protocol: str = "constrained", model: str = "", build
     if not answer.strip() and not reference:
         return Undefined("no generated answer")
     if bank is not None:
-        return (yield from _assign(p, inp, answer, bank.get(inp.task_id or "")))
+        return (yield from _assign(p, inp, answer, bank.get(inp.task_id)))
     grades = umbrela_grades(inp)
     if isinstance(grades, Undefined):
         return grades

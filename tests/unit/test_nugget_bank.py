@@ -6,6 +6,7 @@ bank saw is visible in its nuggets."""
 from __future__ import annotations
 
 import ast
+import os
 import json
 import random
 import re
@@ -132,7 +133,8 @@ def scripted(prompt: JudgePrompt) -> str:
     last = lambda label: ast.literal_eval(re.findall(label + r": (\[.*\])", text)[-1])  # noqa: E731
     if "Updated Nugget List:" in text:
         passages = re.findall(r"^\[\d+\] (.*)$", text, re.M)
-        return json.dumps({"nuggets": last("Initial Nugget List") + [f"about {p}" for p in passages]})
+        made = [f"about {p}" for p in passages] or ["Not enough information, no answer found"]
+        return json.dumps({"nuggets": last("Initial Nugget List") + made})
     if "<passage>" in text:
         answer = text.split("<passage>")[-1].split("</passage>")[0]
         return json.dumps({"assignment": ["support" if n[len("about "):] in answer else "not_support"
@@ -249,3 +251,155 @@ def test_a_bank_file_with_per_record_is_refused(tmp_path):
     with pytest.raises(UserError, match="nuggets.bank_file needs nuggets.bank=per_query or auto"):
         plan_of(f"nuggets.bank_file={path}", "nuggets.bank=per_record")
     assert plan_of(f"nuggets.bank_file={path}").nugget_bank["bank_file"] == str(path)
+
+
+# ---------------------------------------------------------------- what a bank row and a bank line hold
+
+
+def test_a_bank_row_is_what_the_judge_actor_reads():
+    """The pooled row as the judge actor reads and writes it: its own key, no model, the
+    placeholder answer UMBRELA's reference protocol needs, empty metrics, errors and details."""
+    from ragscale.row import set_detail
+
+    [row] = nb.pool([rec("m1", "q", ["a"], key="m1:1", ids=["d-a"]), rec("m1", "q", ["b", "a"], key="m1:2", query=None)])
+    assert row == {"key": "bank:q", "task_id": "q", "model_id": "", "query": "what is it?", "prediction": nb.NO_ANSWER,
+                   "passages": ["a", "b"], "passage_ids": ["d-a", "m1[1]"], "metrics": {}, "judge_errors": [],
+                   "details": {}, "models": ["m1"], "records": 2, "queries": 2}
+    set_detail(row, "nuggets", {"x": 1})  # the actor writes its details there
+    inp = judge_input(row)
+    assert (inp.key, inp.model_id, inp.prediction, dict(inp.metrics)) == ("bank:q", "", nb.NO_ANSWER, {})
+
+
+def test_records_are_pooled_in_model_then_key_order_and_the_first_question_asked_is_the_querys():
+    rows = [rec("b-model", "q", ["b1"], key="1"), rec("a-model", "q", ["a2"], key="2"),
+            rec("a-model", "q", ["a1"], key="1", query=None)]
+    [row] = nb.pool(rows)
+    assert row["passages"] == ["a1", "a2", "b1"] and row["query"] == "what is it?" and row["queries"] == 2
+
+
+def test_a_query_that_no_record_states_is_empty():
+    [row] = nb.pool([rec("m", "q", ["a"], query=None), rec("n", "q", ["b"], query=" ")])
+    assert row["query"] == "" and row["queries"] == 2
+
+
+def test_a_record_with_fewer_ids_than_passages_names_the_rest_by_rank():
+    [row] = nb.pool([rec("m", "q", ["a", "b"], ids=["d-a"])])
+    assert row["passage_ids"] == ["d-a", "m[2]"]
+
+
+def test_a_bank_line_holds_what_it_was_built_from_and_the_bank_or_why_not():
+    [row] = nb.pool([rec("m1", "q", ["a", "b"]), rec("m2", "q", ["c"])])
+    bank = {"nuggets": [{"id": "n1", "text": "t", "importance": "vital"}], "created": 4, "windows": 1,
+            "passages_used": ["m1[1]"], "passages_ungraded": ["m2[1]"]}
+    head = {"task_id": "q", "query": "what is it?", "key": "k", "models": ["m1", "m2"], "records": 2, "passages": 3}
+    assert nb.entry(row, "k", bank, None) == {**head, **bank}
+    assert nb.entry(row, "k", {"nuggets": bank["nuggets"], "created": 1, "windows": 1}, None) == {
+        **head, "nuggets": bank["nuggets"], "created": 1, "windows": 1, "passages_used": [], "passages_ungraded": []}
+    assert nb.entry(row, "k", None, "umbrela: no passages") == {**head, "failed": "umbrela: no passages"}
+    assert nb.entry(row, "k", bank, "a failure wins") == {**head, "failed": "a failure wins"}
+    assert nb.entry(row, "k", None, None) == {**head, "failed": "no bank"}
+    [two] = nb.pool([rec("m1", "q", ["a"], query="one?"), rec("m2", "q", ["b"], query="two?")])
+    assert nb.entry(two, "k", None, "x")["queries"] == 2
+    del row["queries"]  # a row from before the count: one question
+    assert "queries" not in nb.entry(row, "k", None, "x")
+
+
+def test_the_bank_key_is_stable_across_releases_and_the_judges_key_order():
+    """An earlier run's nuggets.jsonl is reused by its key: the key of a given bank must not change."""
+    row = {"query": "Où est la gare ?", "passages": ["À gauche."], "passage_ids": ["p1"]}
+    judge = {"engine": "llama.cpp", "model": "m", "seed": 0, "protocol": "constrained", "window": 10, "version": "v1"}
+    key = nb.bank_key(row, judge)
+    assert key == nb.bank_key(row, dict(reversed(list(judge.items()))))
+    assert key == "09a2ae744f4633dc", key
+
+
+def test_nuggets_jsonl_is_readable_by_a_person(tmp_path):
+    """A bank is written to be reviewed: its text as written, not escaped."""
+    [row] = nb.pool([rec("m", "q", ["a"])])
+    path = str(tmp_path / nb.FILE)
+    nb.write(path, [nb.entry(row, "k", {"nuggets": [{"id": "n1", "text": "Zürich – 1848", "importance": "vital"}],
+                                         "created": 1, "windows": 1}, None)])
+    assert "Zürich – 1848" in open(path, encoding="utf-8").read()
+    assert os.listdir(tmp_path) == [nb.FILE]
+
+
+def test_a_nugget_without_text_is_refused(tmp_path):
+    path = tmp_path / "b.jsonl"
+    path.write_text('{"task_id": "t", "nuggets": [{"importance": "vital"}]}\n')
+    with pytest.raises(UserError, match="line 1 is not a nugget bank: nugget 1 needs a text"):
+        nb.read(str(path))
+
+
+# ---------------------------------------------------------------- the judge's reasons, exactly
+
+
+def failing(kind: str):
+    """``scripted``, except that every ``kind`` prompt is answered with something unparseable."""
+    marks = {"create": "Updated Nugget List:", "importance": "importance", "assign": "<passage>"}
+
+    def respond(p: JudgePrompt) -> str:
+        text = p.messages[-1]["content"]
+        if kind == "create-empty" and "Updated Nugget List:" in text:
+            return json.dumps({"nuggets": []})
+        if kind == "importance-empty" and "Updated Nugget List:" not in text and "<passage>" not in text:
+            return json.dumps({"importance": []})
+        if kind in marks and marks[kind] in text and (kind != "importance" or "<passage>" not in text) \
+                and (kind == "create" or "Updated Nugget List:" not in text):
+            return "not json"
+        return scripted(p)
+    return respond
+
+
+def test_a_bank_that_fails_says_why_under_both_protocols():
+    [row] = nb.pool([rec("m", "q", ["a", "b"])])
+    row = dict(row, metrics={"umbrela_scores": [1, 2]})
+    got = drive(nuggets.start(judge_input(row), build_bank=True), failing("create-empty"))
+    assert got == Undefined("the query's nugget bank failed: nugget creation returned no nuggets (window 1 of 1)")
+    got = drive(nuggets.start(judge_input(row), build_bank=True, protocol="reference"), failing("create"))
+    assert isinstance(got, Undefined) and got.reason.startswith(
+        "the query's nugget bank failed: nugget creation failed (window 1 of 1): ")
+    got = drive(nuggets.start(judge_input(row), build_bank=True, protocol="reference"), failing("importance"))
+    assert isinstance(got, Undefined) and got.reason.startswith(
+        "the query's nugget bank failed: importance batch 1 of 1 failed: ")
+    got = drive(nuggets.start(judge_input(row), build_bank=True, protocol="reference"), failing("importance-empty"))
+    assert got == Undefined("the query's nugget bank failed: importance batch 1 of 1 returned no labels")
+
+
+def test_windows_of_one_passage_and_no_passage_at_all():
+    [row] = nb.pool([rec("m", "q", ["a", "b", "c"])])
+    asked: list = []
+    bank = bank_of(row, [1, 1, 1], window=1, log=asked)
+    assert bank["windows"] == 3 and [n["text"] for n in bank["nuggets"]] == ["about a", "about b", "about c"]
+    [row] = nb.pool([rec("m", "q", ["a"])])
+    asked = []
+    bank = bank_of(row, [0], window=1, log=asked)  # nothing graded >= 1: one step with an empty context
+    assert bank["windows"] == 1 and bank["passages_used"] == [] and len(asked) == 2  # creation, importance
+
+
+def test_an_assignment_against_a_bank_says_why_it_failed():
+    bank = {"q": {"key": "k", "nuggets": [{"id": "n1", "text": "about x", "importance": "vital"}]}}
+    r = rec("m", "q", ["x"], answer="x")
+    got = drive(nuggets.start(judge_input(r), bank=bank), failing("assign"))
+    assert isinstance(got, Undefined) and got.reason.startswith("assignment batch 1 of 1 failed")
+    ok = drive(nuggets.start(judge_input(r), bank=bank), scripted)
+    assert ok.details == {"nuggets": [{"id": "n1", "text": "about x", "importance": "vital", "assignment": "support"}],
+                          "bank": "k"}
+    assert drive(nuggets.start(judge_input(dict(r, query=" ")), bank=bank), scripted) == Undefined("no query")
+    ref = drive(nuggets.start(judge_input(dict(r, query=" ")), bank=bank, protocol="reference"), scripted)
+    assert ref.details == {"failed": "no query"}
+    ref = drive(nuggets.start(judge_input(dict(r, prediction="[1]")), bank=bank, protocol="reference"), scripted)
+    assert ref.details == {"failed": "Generated passage cannot be empty."}
+    assert drive(nuggets.start(judge_input(dict(r, task_id=None)), bank=bank), scripted) == Undefined(
+        "no nugget bank for task None")
+
+
+def test_a_record_without_a_bank_of_its_own_keeps_open_rag_eval_reasons_word_for_word():
+    r = dict(rec("m", "q", ["x"], answer="x"), metrics={"umbrela_scores": [1]})
+    got = drive(nuggets.start(judge_input(dict(r, query=" ")), protocol="reference"), scripted)
+    assert got.details["failed"] == "Query cannot be empty."
+    got = drive(nuggets.start(judge_input(dict(r, prediction="[1]")), protocol="reference"), scripted)
+    assert got.details["failed"] == "Generated passage cannot be empty."
+    assert drive(nuggets.start(judge_input(dict(r, metrics={"umbrela_scores": [None]}))), scripted) == Undefined(
+        "no passage has a UMBRELA grade")
+    assert drive(nuggets.start(judge_input(dict(r, metrics={"umbrela_scores": [True]}))), scripted) == Undefined(
+        "umbrela_scores holds True, not a grade 0-3 or null")

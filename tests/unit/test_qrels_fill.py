@@ -103,3 +103,25 @@ def test_the_command_scores_the_filled_qrels_and_prints_the_kappa(tmp_path, caps
     plain.write_text(json.dumps({"task_id": "a::1", "contexts": [{"document_id": "d1"}]}) + "\n")
     assert main([str(plain), "--qrels", str(qrels), "--fill", "umbrela"]) == 2
     assert "holds no UMBRELA grades" in capsys.readouterr().err
+
+
+def test_a_query_without_qrels_does_not_stop_the_others_being_filled():
+    filled, pairs, counts = fill({"b": {"x": 1}}, {"a": {"y": 3}, "b": {"z": 3}})
+    assert filled == {"b": {"x": 1, "z": 1}} and counts["holes"] == 1
+
+
+def test_the_filled_block_sums_every_collections_fill_and_scores_as_asked():
+    from ragscale.metrics.qrels_fill import filled_block
+
+    records = [rec("a::1", ["d1", "d2"], [3, 0], Collection="alpha"), rec("b::1", ["e1", "e2"], [2, 3], Collection="beta"),
+               {"task_id": "b::2", "contexts": [{"document_id": "e9"}], "metrics": {}}]
+    qrels = {"alpha": {"a::1": {"d2": 1}}, "beta": {"b::1": {"e1": 1}}}
+    run = {"a::1": {"d1": 2.0, "d2": 1.0}, "b::1": {"e1": 2.0, "e2": 1.0}}
+    block = filled_block(records, qrels, run, {"a::1": "alpha", "b::1": "beta"}, {"k_values": [1], "measures": ["P"]})
+    assert block["measures"] == ["P@1"]
+    assert block["fill"] == {"holes": 2, "holes_relevant": 2, "judged": 2, "records_without_grades": 1,
+                             "binary_qrels": True}
+    assert block["agreement"]["pairs"] == 2 and block["agreement"]["confusion"] == {"1,0": 1, "1,2": 1}
+    assert filled_block(records[2:], qrels, run, {}, {}) is None
+    with pytest.raises(ValueError, match="^1 labels against 2$"):
+        cohen_kappa([1], [1, 2])

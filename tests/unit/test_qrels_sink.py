@@ -93,3 +93,107 @@ def test_the_plan_makes_the_qrels_paths_absolute(tmp_path, monkeypatch):
     assert plan_of("qrels.file=q.tsv").reports.qrels["file"] == str(tmp_path / "q.tsv")
     assert plan_of("qrels.file={clapnq: q.tsv}").reports.qrels["file"] == {"clapnq": str(tmp_path / "q.tsv")}
     assert plan_of().reports.qrels["file"] is None
+
+
+# ---------------------------------------------------------------- what the sink decides
+
+
+def sink_of(tmp_path, qrels_text=BEIR + "t1\td2\t1\n", **conf):
+    from ragscale.report.qrels_sink import QrelsSink
+
+    q = tmp_path / "q.tsv"
+    q.write_text(qrels_text)
+    return QrelsSink(str(tmp_path), {"file": str(q), "k": [1, 2], "measures": ["Recall", "nDCG"], **conf})
+
+
+def test_the_sink_opens_only_with_a_qrels_file_and_finishes_with_its_files(tmp_path):
+    from types import SimpleNamespace
+
+    from ragscale.report.qrels_sink import QrelsSink, open_sink
+    from ragscale.report.sinks import Finished
+
+    q = tmp_path / "q.tsv"
+    q.write_text(BEIR + "t1\td1\t1\n")
+    assert open_sink(SimpleNamespace(qrels=None), None, str(tmp_path)) is None
+    assert open_sink(SimpleNamespace(qrels={"file": None}), None, str(tmp_path)) is None
+    sink = open_sink(SimpleNamespace(qrels={"file": str(q), "k": [1], "measures": ["Recall"]}), None, str(tmp_path))
+    assert isinstance(sink, QrelsSink) and sink.out_dir == str(tmp_path)
+    sink.add(rec("m", "t1", ["d1"]))
+    assert sink.finish(Finished({}, {}, str(tmp_path))) == {"retrieval": ["retrieval.json", "retrieval.md"]}
+    assert json.load(open(tmp_path / "retrieval.json"))["m"]["all"]["Recall@1"] == 1.0
+
+
+def test_passages_are_ranked_by_their_scores_and_a_score_that_is_no_number_ranks_by_position(tmp_path):
+    sink = sink_of(tmp_path)
+    docs = [{"document_id": "d1", "score": 1}, {"document_id": "d2", "score": 5}]
+    sink.add({"model_id": "by-score", "task_id": "t1", "contexts": docs})  # d2 first: Recall@1 = 1
+    for bad in (True, "high"):
+        sink.add({"model_id": f"by-position-{bad}", "task_id": "t1",
+                  "contexts": [{"document_id": "d1", "score": bad}, {"document_id": "d2", "score": 5}]})
+    blocks = sink.blocks()
+    assert blocks["by-score"]["all"]["Recall@1"] == 1.0
+    assert blocks["by-position-True"]["all"]["Recall@1"] == blocks["by-position-high"]["all"]["Recall@1"] == 0.0
+
+
+def test_records_without_passage_ids_are_counted_per_model(tmp_path):
+    sink = sink_of(tmp_path)
+    for r in ({"model_id": "m", "task_id": None, "contexts": [{"document_id": "d1"}]},
+              {"model_id": "m", "task_id": "t1", "contexts": [{"document_id": ""}]},
+              {"model_id": "m", "task_id": "t1", "contexts": "d1"},
+              {"model_id": "other", "task_id": "t1", "contexts": [{"document_id": "d2"}]}):
+        sink.add(r)
+    blocks = sink.blocks()
+    assert blocks["m"]["without_ids"] == 3 and blocks["m"]["all"]["scored"] == 0  # a model with nothing scored
+    assert blocks["other"]["without_ids"] == 0 and blocks["other"]["all"]["Recall@1"] == 1.0
+
+
+def test_mtrag_rounding_and_identical_ids_as_asked(tmp_path):
+    text = BEIR + "t1\td2\t1\nt1\tt1\t1\n"
+    recs = [{"model_id": "m", "task_id": "t1", "contexts": [{"document_id": "t1"}, {"document_id": "x"},
+                                                            {"document_id": "d2"}]}]
+    plain, rounded, kept = (sink_of(tmp_path, text, **c) for c in ({}, {"mtrag_rounding": True},
+                                                                   {"keep_identical_ids": True}))
+    for sink in (plain, rounded, kept):
+        sink.conf["k"] = [3]
+        for r in recs:
+            sink.add(r)
+    ndcg = plain.blocks()["m"]["collections"]["None"]["nDCG@3"]  # t1 itself dropped: d2 at rank 2
+    assert ndcg == pytest.approx(0.38685280723454163) and ndcg != round(ndcg, 5)  # the ideal holds t1 too
+    assert rounded.blocks()["m"]["collections"]["None"]["nDCG@3"] == round(ndcg, 5)
+    assert kept.blocks()["m"]["all"]["Recall@3"] == 1.0 and plain.blocks()["m"]["all"]["Recall@3"] == 0.5
+
+
+def test_the_files_are_written_in_the_run_folder_for_a_person_to_read(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    out.mkdir()
+    sink = sink_of(out, BEIR + "t0\td\t1\n")
+    for t in range(1, 8):  # seven tasks without qrels: five named, the rest in retrieval.json
+        sink.add({"model_id": "m", "task_id": f"t{t}", "contexts": [{"document_id": "d"}]})
+    paths = sink.write()
+    assert paths == [str(out / "retrieval.json"), str(out / "retrieval.md")]
+    assert open(paths[0]).read().startswith('{\n  "m": {\n    "queries"')
+    md = open(paths[1]).read()
+    assert md.startswith("## m\n") and md.endswith("t5 and 2 more (retrieval.json)\n")
+
+
+def test_check_names_the_extra_and_lets_a_run_without_fill_go(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from ragscale import extras
+    from ragscale.report.qrels_sink import check
+
+    q = tmp_path / "q.tsv"
+    q.write_text(BEIR + "t\td\t1\n")
+    settings = SimpleNamespace(qrels={"file": str(q), "k": [1], "measures": ["Recall"], "fill": None})
+    check(settings, ["answered"])  # no fill: UMBRELA's grades are not needed
+    check(SimpleNamespace(qrels={**settings.qrels, "fill": "umbrela"}), ["umbrela_scores", "answered"])
+    check(SimpleNamespace(qrels=None), [])
+    with pytest.raises(UserError) as e:
+        check(SimpleNamespace(qrels={**settings.qrels, "fill": "umbrela"}), ["answered"])
+    assert str(e.value) == ("qrels.fill=umbrela fills the qrels' holes with UMBRELA's grades: add the retrieval step "
+                            "(e.g. +scenario=trec steps=[retrieval])")
+    monkeypatch.setattr(extras, "missing", lambda name: "pytrec_eval" if name == "qrels" else None)
+    with pytest.raises(UserError) as e:
+        check(settings, ["answered"])
+    assert str(e.value) == f"qrels.file needs pytrec_eval: {extras.install_hint('qrels')}"
