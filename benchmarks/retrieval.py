@@ -4,9 +4,11 @@
 ``--records`` synthetic MT-RAG retrieval records (``--passages`` passages each, 4 collections,
 10% of the queries without qrels) and their qrels (1 to 4 relevant passages, graded 1 or 2). Timed
 in one process, best of ``--repeat``: the baseline, one pytrec_eval call on the whole run (what
-MT-RAG's script costs), and ragscale's scoring from the records (the run built from them, the
-identical ids dropped, per collection, weighted). Prints JSON: seconds, records/s and the ratio
-of ragscale to the baseline.
+MT-RAG's script costs), ragscale's scoring from the records (the run built from them, the
+identical ids dropped, per collection, weighted), and the same in a run (``qrels.file``: the report
+sink fed every record as records.jsonl holds it, then scored, and with ``qrels.fill=umbrela`` the
+holes filled by the records' UMBRELA grades and the kappa). Prints JSON: seconds, records/s and
+the ratios to the baseline.
 
     .venv/bin/python benchmarks/retrieval.py [--records 100000] [--passages 10] [--repeat 3]
 """
@@ -54,10 +56,25 @@ def main() -> None:
 
     from ragscale.metrics.qrels_retrieval import DEFAULT_K, run_of, score_collections
 
+    import tempfile
+
+    from ragscale.report.qrels_sink import QrelsSink
+
     records, qrels = synthetic(args.records, args.passages)
+    rnd = random.Random(1)
+    for r in records:  # as a run's records.jsonl holds them: UMBRELA's grades, the run's fields
+        r.update(model_id="m", metrics={"umbrela_scores": [rnd.randrange(4) for _ in r["contexts"]]},
+                 ragscale={"record_key": r["task_id"]})
+    tmp = tempfile.mkdtemp()
+    files = {}
+    for c, by in qrels.items():
+        files[c] = os.path.join(tmp, f"{c}.tsv")
+        with open(files[c], "w") as fh:
+            fh.write("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, rel in by.items()
+                                                             for d, g in rel.items()))
     merged = {q: rel for by in qrels.values() for q, rel in by.items()}
     cut = ",".join(map(str, DEFAULT_K))
-    base, ours = [], []
+    base, ours, in_run, filled = [], [], [], []
     for _ in range(args.repeat):
         run = {r["task_id"]: {c["document_id"]: c["score"] for c in r["contexts"]} for r in records}
         t0 = time.perf_counter()
@@ -67,11 +84,24 @@ def main() -> None:
         run, collection_of = run_of(records)
         block = score_collections(qrels, run, collection_of)
         ours.append(time.perf_counter() - t0)
+        for fill, into in ((None, in_run), ("umbrela", filled)):
+            t0 = time.perf_counter()
+            sink = QrelsSink(tmp, {"file": files, "k": list(DEFAULT_K), "measures": ["Recall", "nDCG"], "fill": fill})
+            for r in records:
+                sink.add(r)
+            got = sink.blocks()["m"]
+            into.append(time.perf_counter() - t0)
+        assert got["all"]["scored"] == block["all"]["scored"]
     emit({"benchmark": "retrieval", "records": args.records, "passages": args.passages,
           "scored": block["all"]["scored"], "repeat": args.repeat,
           "baseline_pytrec_eval_s": round(min(base), 3), "ragscale_s": round(min(ours), 3),
           "ragscale_records_per_s": round(args.records / min(ours)),
-          "ratio_to_baseline": round(min(ours) / min(base), 2)}, args.out)
+          "ratio_to_baseline": round(min(ours) / min(base), 2),
+          "in_run_s": round(min(in_run), 3), "in_run_records_per_s": round(args.records / min(in_run)),
+          "in_run_ratio_to_baseline": round(min(in_run) / min(base), 2),
+          "in_run_filled_s": round(min(filled), 3),
+          "in_run_filled_ratio_to_baseline": round(min(filled) / min(base), 2),
+          "holes_filled": got["filled"]["fill"]["holes"]}, args.out)
 
 
 if __name__ == "__main__":
