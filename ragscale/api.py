@@ -50,8 +50,8 @@ class Run:
     @property
     def files(self) -> dict[str, str]:
         """The run's output files that exist, by their path in the run's folder: the records, the
-        summary, run.json, consistency.jsonl and nuggets.jsonl, then every file the report sinks wrote as run.json's
-        ``outputs`` lists them (``leaderboard.md``, ``report.html``, ``open-rag-eval/<model>.csv``, ...)."""
+        summary, run.json, consistency.jsonl and nuggets.jsonl, then every file the report sinks wrote
+        as run.json's ``outputs`` lists them (``leaderboard.md``, ``report.html``, ``retrieval.md``, ...)."""
         names = ["records.jsonl", "records.parquet", "summary.json", "summary.csv", "run.json", "consistency.jsonl",
                  "nuggets.jsonl"]
         try:
