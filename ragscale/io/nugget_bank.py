@@ -67,7 +67,8 @@ def pool(rows: Iterable[Mapping[str, Any]]) -> list[dict]:
                     texts.append(passages[rank])
                     ids.append(_passage_id(r, rank))
         queries = [r.get("query") or "" for r in recs]
-        out.append({"key": f"bank:{task}", "task_id": task, "model_id": "", "query": next((q for q in queries if q.strip()), ""),
+        query = next((q for q in queries if q.strip()), "")
+        out.append({"key": f"bank:{task}", "task_id": task, "model_id": "", "query": query,
                     "prediction": NO_ANSWER, "passages": texts, "passage_ids": ids, "metrics": {}, "judge_errors": [],
                     "details": {}, "models": sorted({str(r.get("model_id")) for r in recs}), "records": len(recs),
                     "queries": len(set(queries))})
