@@ -22,8 +22,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from ragscale.io.qrels import Qrels, query_key
-
-RELEVANT = 2  # UMBRELA's grade from which a passage counts as relevant (0-3 scale)
+from ragscale.metrics.trec import RELEVANT_GRADE as RELEVANT  # UMBRELA's "relevant" (open-rag-eval's P@k)
 
 
 def umbrela_grades(records: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, int]], int]:
