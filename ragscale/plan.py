@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragscale.columns import mapped
@@ -345,8 +345,6 @@ def plan_run(cfg: Any) -> RunPlan:
         if judges.pop("needs_derive"):
             stages.add("derive")  # the panel's median
         plan.update(judges)
-        if "nuggets" in judges["judge_kwargs"]["judges"] or any("nuggets" in k["judges"] for k in judges["panel_kwargs"]):
-            plan["nugget_bank"] = plan_nugget_bank(OmegaConf.to_container(cfg.nuggets, resolve=True))
     run = RunPlan(
         scenario=cfg.scenario_name or SELECTED, steps=tuple(steps), metrics=tuple(metrics), stages=frozenset(stages),
         files=tuple(files), encoder_conf=encoder_conf, judge_conf=OmegaConf.to_container(cfg.judge, resolve=True),
@@ -357,4 +355,8 @@ def plan_run(cfg: Any) -> RunPlan:
     from ragscale.pipeline.graph import build_stages
 
     build_stages(run)  # the stage graph, checked: a missing producer is a one-line error here
+    from ragscale.pipeline.nugget_bank import bank_judges
+
+    if bank_judges(run):  # the nuggets judge runs: its bank settings (nuggets.*)
+        run = replace(run, nugget_bank=plan_nugget_bank(OmegaConf.to_container(cfg.nuggets, resolve=True)))
     return run
