@@ -245,7 +245,7 @@ def _execute(plan: RunPlan, out_dir: str, printer: Printer, stop: Signals, t_sta
     t0 = time.time()
     plan, pointers, keys, todo = scan_records(plan, out_dir)
     timings = {"scan": time.time() - t0}
-    printer(f"[ragscale] scenario={plan.scenario} steps={','.join(plan.steps)} files={len(plan.files)} "
+    printer(f"[ragscale] scenario={plan.scenario} steps={','.join(plan.steps) or 'none'} files={len(plan.files)} "
             f"records={len(pointers)} already_done={len(pointers) - len(todo)} output_dir={out_dir}")
     if plan.nli_unavailable:
         printer(f"[ragscale] warning: {plan.nli_unavailable}. hhem will be null for every record; set "

@@ -90,6 +90,12 @@ class RunPlan:
         nb = self.nugget_bank
         if nb and (nb.get("bank") != "auto" or nb.get("bank_file")):  # absent by default: old fingerprints hold
             out["nuggets"] = {"bank": nb.get("bank"), "bank_file": nb.get("bank_file")}
+        from ragscale.io.qrels import qrels_sha256, run_qrels
+
+        q = run_qrels(self.reports)
+        if q:  # the records' own figures (details.qrels) are the qrels': absent without them, old fingerprints hold
+            out["qrels"] = {"sha256": qrels_sha256(q["file"]), "k": list(q["k"]), "measures": list(q["measures"]),
+                            "keep_identical_ids": bool(q.get("keep_identical_ids"))}
         if self.panel_kwargs:
             out["judge_panel"] = [{k: c.get(k) for k in ("name", "engine", "model", "seed")}
                                   | ({"protocol": c["protocol"]} if c.get("protocol", "constrained") != "constrained" else {})
@@ -113,7 +119,7 @@ def _metrics(cfg: Any) -> tuple[list[str], list[str]]:
     if "hallucination" in steps and cfg.hallucination.judge_fallback and "factual_consistency_judge" not in names:
         names.insert(names.index("hhem") + 1 if "hhem" in names else len(names), "factual_consistency_judge")
     metrics = resolve_metrics(names, steps)
-    if not metrics and "consistency" not in steps:
+    if not metrics and "consistency" not in steps and not cfg.qrels.file:  # qrels alone: retrieval against them
         raise UserError("no metrics enabled for the chosen steps")
     return steps, metrics
 
@@ -292,12 +298,18 @@ def _reports(cfg: Any, metrics: list[str]) -> Any:
 
 
 def _qrels(conf: dict) -> dict:
-    """qrels.*, with the qrels file's path (or each collection's) made absolute."""
+    """qrels.*, with the qrels file's path (or each collection's) made absolute; a bare name that is
+    no file here is looked up in ragscale/data (a scenario's bundled qrels)."""
+    def where(path: str) -> str:
+        bundled = os.path.join(DATA_DIR, path)
+        return os.path.abspath(bundled if os.sep not in path and not os.path.exists(path) and os.path.exists(bundled)
+                               else path)
+
     f = conf.get("file")
     if isinstance(f, dict):
-        conf["file"] = {str(k): os.path.abspath(str(v)) for k, v in f.items()}
+        conf["file"] = {str(k): where(str(v)) for k, v in f.items()}
     elif f:
-        conf["file"] = os.path.abspath(str(f))
+        conf["file"] = where(str(f))
     return conf
 
 
@@ -313,9 +325,9 @@ def plan_run(cfg: Any) -> RunPlan:
     check_tracking(options.tracking)
     files = _inputs(cfg)
     from ragscale.io.check import check_fields
-    from ragscale.metrics.registry import field_needs
+    from ragscale.metrics.registry import field_needs, needs_field
 
-    check_fields(files, field_needs(metrics))  # answers, and what the chosen metrics need, are there
+    check_fields(files, field_needs(metrics), needs_field(metrics, "answer"))  # answers, what the metrics need
     reports = _reports(cfg, metrics)
     expectations = _expectations(cfg, metrics)
     from ragscale.actors.embeddings_http import plan_embeddings

@@ -112,7 +112,8 @@ def reader_of(obj: dict) -> Reader:
     return readers[DEFAULT_READER]
 
 
-def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
+def extract_fields(obj: Any, *, need_targets: bool = True, need_answer: bool = True,
+                   need_passages: bool = True) -> dict:
     """Validate a record and extract prediction, target and passage texts, by its layout's reader
     (:func:`reader_of`).
 
@@ -126,11 +127,19 @@ def extract_fields(obj: Any, *, need_targets: bool = True) -> dict:
     or ragas' legacy ``question``, ``answer``, ``ground_truth``, ``contexts``): the
     response, ``[reference]`` when given, and the contexts.
 
+    Without ``need_answer`` (a run whose metrics read no answer: retrieval only), an MT-RAG record
+    without ``predictions`` (MT-RAG's retrieval task, task A) is read with an empty answer, and
+    without ``need_passages`` too (no metric reads the passages' texts: retrieval against qrels
+    alone) a passage without a text (an id and a score) is read as an empty one.
+
     Raises RecordError(stage="input") with a precise message for a bad record.
     """
     if not isinstance(obj, dict):
         raise RecordError("input", f"record must be a JSON object, got {type(obj).__name__}")
-    return reader_of(obj).fields(obj, need_targets=need_targets)
+    reader = reader_of(obj)
+    if not need_answer and reader.name == DEFAULT_READER:
+        return _mtrag_fields(obj, need_targets, need_answer=False, need_passages=need_passages)
+    return reader.fields(obj, need_targets=need_targets)
 
 
 def _table_error(obj: dict, need_targets: bool = True) -> dict:
@@ -138,9 +147,10 @@ def _table_error(obj: dict, need_targets: bool = True) -> dict:
     raise RecordError("input", str(obj["input_error"]))
 
 
-def _mtrag_fields(obj: dict, need_targets: bool = True) -> dict:
+def _mtrag_fields(obj: dict, need_targets: bool = True, need_answer: bool = True, need_passages: bool = True) -> dict:
     preds = obj.get("predictions")
-    if not isinstance(preds, list) or not preds:
+    unread = not need_answer and not preds  # a retrieval record (MT-RAG's task A): no answer to read
+    if not unread and (not isinstance(preds, list) or not preds):
         if "predictions" in obj or any(k in obj for k in ("targets", "input")):  # MT-RAG's layout: its words
             raise RecordError("input", "record has no 'predictions' (a non-empty list of {'text': ...})")
         raise RecordError("input", no_answer(obj))
@@ -155,11 +165,17 @@ def _mtrag_fields(obj: dict, need_targets: bool = True) -> dict:
     if not isinstance(contexts, list):
         raise RecordError("input", f"'contexts' must be a list, got {type(contexts).__name__}")
     return {
-        "prediction": _text(preds[0], "predictions[0].text"),
+        "prediction": "" if unread else _text(preds[0], "predictions[0].text"),
         "targets": [_text(t, f"targets[{i}].text") for i, t in enumerate(targets)],
-        "passages": [_text(c, f"contexts[{i}].text") for i, c in enumerate(contexts)],
+        "passages": [_text(c, f"contexts[{i}].text") if need_passages or _has_text(c) else ""
+                     for i, c in enumerate(contexts)],
         "answerability": answerability_of(obj),
     }
+
+
+def _has_text(context: Any) -> bool:
+    text = context.get("text") if isinstance(context, dict) else context
+    return isinstance(text, str) and bool(text.strip())
 
 
 def is_ragas_layout(obj: dict) -> bool:
@@ -343,12 +359,14 @@ def _read_input(rec: Record, obj: dict, view: dict, text: str, columns: dict[str
 
 
 def read_record(raw: str | bytes, *, key: str, model_id: str, task_id: str | None, source_file: str,
-                source_line: int, need_targets: bool, columns: dict[str, str] | None = None) -> Record:
+                source_line: int, need_targets: bool, columns: dict[str, str] | None = None,
+                need_answer: bool = True, need_passages: bool = True) -> Record:
     """Parse one input line (the only parse of it) into a Record; a bad record gets an ``error``
     (stage ``input``) and keeps its input for the output. A line that cannot be read (not UTF-8,
     not JSON, nested too deep: ragscale.io.lines) or names no usable model (ragscale.io.identity)
     is kept whole under ``input_line``, its error naming the file and line. ``columns`` names the
-    user's columns for the fields ragscale reads (ragscale.columns); the output keeps the user's names."""
+    user's columns for the fields ragscale reads (ragscale.columns); the output keeps the user's names.
+    ``need_answer``, ``need_passages`` False: the run reads no answer, no passage text (:func:`extract_fields`)."""
     text = raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
     rec = Record(key, model_id, task_id, source_file, source_line, input_json=json.dumps({UNREADABLE: text}, ensure_ascii=False))
     try:
@@ -362,9 +380,10 @@ def read_record(raw: str | bytes, *, key: str, model_id: str, task_id: str | Non
         _read_input(rec, obj, view, text, columns or {})
         rec.model_id = own or rec.model_id
     try:
-        if columns and "answer" in columns and isinstance(obj, dict) and obj.get(columns["answer"]) is None:
+        if need_answer and columns and "answer" in columns and isinstance(obj, dict) \
+                and obj.get(columns["answer"]) is None:
             raise RecordError("input", f"no answer: the record has no {columns['answer']!r} (columns.answer)")
-        fields = extract_fields(view, need_targets=need_targets)
+        fields = extract_fields(view, need_targets=need_targets, need_answer=need_answer, need_passages=need_passages)
     except RecordError as e:
         rec.error = error_json(e.stage, e.message)
         return rec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import os
 import subprocess
@@ -372,3 +373,29 @@ def assert_parse_floors(run_dir, judges=None) -> dict[str, float]:
     low = {j: (round(r, 3), PARSE_FLOORS[j]) for j, r in rates.items() if j in PARSE_FLOORS and r < PARSE_FLOORS[j]}
     assert not low, f"parse rate below its floor (rate, floor): {low}"
     return rates
+
+
+# MT-RAG's four collections as its retrieval script names them (key: the qrels folder)
+MTRAG_COLLECTIONS = {"clapnq": "mt-rag-clapnq-elser-512-100-20240503", "govt": "mt-rag-govt-elser-512-100-20240611",
+                     "fiqa": "mt-rag-fiqa-beir-elser-512-100-20240501", "cloud": "mt-rag-ibmcloud-elser-512-100-20240502"}
+
+
+def run_mtrag_retrieval_eval(tmp_path, records, qrels_text):
+    """MT-RAG's run_retrieval_eval.py on ``records`` with ``{collection key: BEIR TSV}``, in the layout
+    it reads its qrels from; returns (per-query scores, aggregate rows by collection)."""
+    here = tmp_path / "scripts" / "evaluation"
+    here.mkdir(parents=True)
+    for name in ("run_retrieval_eval.py", "judge_utils.py"):
+        (here / name).write_text(reference_source("mt-rag-benchmark", f"scripts/evaluation/{name}"))
+    for c, text in qrels_text.items():
+        folder = tmp_path / "human" / "retrieval_tasks_convid" / c / "qrels"
+        folder.mkdir(parents=True)
+        (folder / "dev.tsv").write_text(text)
+    inp, out = tmp_path / "retrieval.jsonl", tmp_path / "scored.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in records))
+    res = subprocess.run([sys.executable, str(here / "run_retrieval_eval.py"), "--input_file", str(inp),
+                          "--output_file", str(out)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    theirs = {r["task_id"]: r["retriever_scores"] for r in map(json.loads, open(out))}
+    rows = {r["collection"]: r for r in csv.DictReader(open(os.path.splitext(out)[0] + "_aggregate.csv"))}
+    return theirs, rows

@@ -30,7 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for name, description in group_options("scenario").items():
         cfg = scenario_config(name)
-        rows += [(name, description), ("", f"steps: {', '.join(cfg.get('steps') or [])}; sample: {cfg.get('sample')}")]
+        steps = ", ".join(cfg.get("steps") or []) or "none"
+        rows += [(name, description), ("", f"steps: {steps}; sample: {cfg.get('sample')}")]
     print("\n".join(table(rows, indent="")))
     print("\nrun one: ragscale run +scenario=NAME [input=...] (ragscale metrics lists their metrics)")
     return 0

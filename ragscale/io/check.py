@@ -67,7 +67,7 @@ def present(obj: Any, columns: dict[str, str]) -> set[str]:
     out = {"question"} if query_of(view).strip() else set()
     out |= {k for k in IDS if view.get(k) is not None}
     try:
-        fields = extract_fields(view, need_targets=False)
+        fields = extract_fields(view, need_targets=False, need_answer=False)  # what it holds, answer or not
     except RecordError:
         return out
     if fields["prediction"]:
@@ -100,11 +100,12 @@ def suggestion(found: Sequence[str], missing: Sequence[str], columns: dict[str, 
     return f"name your columns with column_map={{{mapping}}} in Python, {cli} on the command line"
 
 
-def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]]) -> None:
+def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]], need_answer: bool = True) -> None:
     """Refuse the run (a one-line UserError) when a file's first records hold no answer (it is read
-    with the wrong names), or when no file's first records hold a field that ``needs`` (field ->
-    the chosen metrics that need it) names; a field that only some files lack is left to their
-    records (null metrics, with the reason)."""
+    with the wrong names; not asked of a run whose metrics read no answer, ``need_answer`` False),
+    or when no file's first records hold a field that ``needs`` (field -> the chosen metrics that
+    need it) names; a field that only some files lack is left to their records (null metrics, with
+    the reason)."""
     held: set[str] = set()
     first: tuple[InputFile, list] | None = None
     orag: InputFile | None = None
@@ -120,7 +121,7 @@ def check_fields(files: Sequence[InputFile], needs: dict[str, list[str]]) -> Non
         mine: set[str] = set()
         for obj in records:
             mine |= present(obj, f.column_map)
-        if "answer" not in mine:  # read with the wrong names: suggest every field it does not yield
+        if need_answer and "answer" not in mine:  # read with the wrong names: suggest every field it does not yield
             _refuse(f, records, ["answer", *(n for n in (*IDS, *WHAT) if n not in mine and n != "answer")], [])
         held |= mine
     missing = [field for field in needs if field not in held]

@@ -12,8 +12,9 @@ qrels").
 
 from __future__ import annotations
 
+import hashlib
 import os
-from typing import Mapping
+from typing import Any, Mapping
 
 from ragscale.errors import UserError
 
@@ -74,3 +75,40 @@ def read_collection_qrels(spec: str | Mapping[str, str]) -> dict[str | None, Qre
     if not spec:
         raise UserError("qrels: give a file, or a mapping of collection to file")
     return {str(coll): read_qrels(str(path)) for coll, path in spec.items()}
+
+
+def run_qrels(settings: Any) -> dict | None:
+    """A run's qrels.* (its report settings: ragscale.report.sinks.ReportSettings) when it scores
+    against qrels (``qrels.file`` set), else None."""
+    q = getattr(settings, "qrels", None) or {}
+    return q if q.get("file") else None
+
+
+_READ: dict[str, Any] = {}  # the qrels a process last read, with what they were read from
+
+
+def qrels_once(spec: str | Mapping[str, str]) -> dict[str | None, Qrels]:
+    """:func:`read_collection_qrels`, read once per process while the files are unchanged (a
+    pipeline worker scores every batch of a run against the same qrels)."""
+    paths = [spec] if isinstance(spec, str) else [str(p) for p in spec.values()]
+    stamp = (repr(spec), [_stamp(p) for p in paths])
+    if _READ.get("stamp") != stamp:
+        _READ.update(stamp=stamp, qrels=read_collection_qrels(spec))
+    return _READ["qrels"]
+
+
+def _stamp(path: str) -> tuple:
+    """What tells a file's contents changed: its size and modification time (None: no file)."""
+    if not os.path.isfile(path):
+        return (path, None)
+    st = os.stat(path)
+    return (path, st.st_size, st.st_mtime_ns)
+
+
+def qrels_sha256(spec: str | Mapping[str, str]) -> str | dict[str, str]:
+    """The sha256 of the qrels file, or of each collection's (what a resumed run compares)."""
+    def sha(path: str) -> str:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+
+    return sha(spec) if isinstance(spec, str) else {str(c): sha(str(p)) for c, p in spec.items()}

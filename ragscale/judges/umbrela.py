@@ -270,10 +270,12 @@ def start(inp: JudgeInput, protocol: str = "constrained", model: str = "") -> Ju
 
 
 declare(
-    MetricSpec("umbrela_scores", "judge", "retrieval", shape="vector", dtype="int", needs=("question", "contexts"), bounds=GRADE_RANGE,
+    MetricSpec("umbrela_scores", "judge", "retrieval", shape="vector", dtype="int", needs=("question", "contexts"),
+               bounds=GRADE_RANGE, reads_answer=False,
                reference="castorini/umbrela, vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
     MetricSpec("umbrela_mean", "judge", "retrieval", scalar=True, requires=("umbrela_scores",), short="UMBRELA",
                needs=("question", "contexts"), aliases=("mean_umbrela_score", "umbrela"), bounds=GRADE_RANGE,
+               reads_answer=False,
                reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py"),
 )
 

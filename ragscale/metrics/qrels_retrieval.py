@@ -68,6 +68,26 @@ def run_of(records: Iterable[Mapping[str, Any]]) -> tuple[Run, dict[str, str | N
     return run, collection
 
 
+def retrieval_record(obj: Mapping[str, Any], task_id: Any, columns: Mapping[str, str] | None = None) -> dict | None:
+    """What :func:`run_of` reads of a record (``task_id``, ``Collection``, ``contexts`` as
+    ``document_id`` and ``score``, a score that is no number as None), or None when the record
+    cannot be scored: no task id, or a passage without a ``document_id``. ``columns``: the user's
+    column names (ragscale.columns), e.g. ``{"contexts": "docs"}``."""
+    from ragscale.columns import RAGAS_CONTEXTS, remap
+
+    view = remap(obj, dict(columns or {}))
+    ctxs = next((view[k] for k in RAGAS_CONTEXTS if view.get(k) is not None), None)  # ragas' name first, as read
+    if task_id is None or not isinstance(ctxs, list) or any(
+            not isinstance(c, dict) or c.get("document_id") in (None, "") for c in ctxs):
+        return None
+    return {"task_id": task_id, "Collection": obj.get("Collection"),
+            "contexts": [{"document_id": c["document_id"], "score": _number(c.get("score"))} for c in ctxs]}
+
+
+def _number(value: Any) -> float | int | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def evaluate(qrels: Qrels, run: Run, k_values: Sequence[int] = DEFAULT_K, measures: Sequence[str] = DEFAULT_MEASURES,
              ignore_identical_ids: bool = True) -> dict[str, dict[str, float]]:
     """Per scored query (a query of ``run`` with qrels), its figures by :func:`names`."""
@@ -131,3 +151,29 @@ def score_collections(by_collection: Mapping[str | None, Qrels], run: Run, colle
 
 def _round(value: float, digits: int | None) -> float:
     return value if digits is None else round(value, digits)
+
+
+def record_figures(by_collection: Mapping[str | None, Qrels], records: Sequence[Mapping[str, Any]],
+                   k_values: Sequence[int] = DEFAULT_K, measures: Sequence[str] = DEFAULT_MEASURES,
+                   ignore_identical_ids: bool = True) -> list[dict[str, float] | None]:
+    """Each record's own figures (records as :func:`run_of` reads them: the per-record figures of a
+    run's records.jsonl), None for a record whose query has no qrels. The figures of a query are
+    those :func:`score_collections` gives it; records are evaluated in rounds in which a query
+    occurs once (several models' records of one query in a batch)."""
+    out: list[dict[str, float] | None] = [None] * len(records)
+    rounds: list[tuple[Qrels, dict[str, int], Run]] = []  # (qrels, query -> record, run)
+    for i, rec in enumerate(records):
+        run, collection = run_of([rec])
+        (query, docs), = run.items()
+        qrels = qrels_of_collection(by_collection, collection[query])
+        if not qrels or query not in qrels:
+            continue
+        slot = next((r for r in rounds if r[0] is qrels and query not in r[1]), None)
+        if slot is None:
+            slot = (qrels, {}, {})
+            rounds.append(slot)
+        slot[1][query], slot[2][query] = i, docs
+    for qrels, at, run in rounds:
+        for query, got in evaluate({q: qrels[q] for q in run}, run, k_values, measures, ignore_identical_ids).items():
+            out[at[query]] = got
+    return out

@@ -64,6 +64,7 @@ class MetricSpec:
     compute: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()  # other names users know it by (ragas', open-rag-eval's), accepted wherever a name is
     bounds: tuple[float, float] | None = None
+    reads_answer: bool = True  # False: computed without the answer (UMBRELA's passage grades, what they derive)
     derive: Callable[["Derivation"], Any] | None = None
     embedded: bool = False
     jury: str = ""  # "majority" | "median" | "mean"; "": the dtype's default
@@ -89,14 +90,6 @@ class MetricSpec:
     def label(self) -> str:
         """The short display name of tables."""
         return self.short or self.name
-
-    @property
-    def step(self) -> str:  # the MT-RAG name of a family
-        return self.family
-
-    @property
-    def per(self) -> str:
-        return self.shape
 
     @property
     def in_tables(self) -> bool:
@@ -286,8 +279,8 @@ def field_needs(metrics: Sequence[str]) -> dict[str, list[str]]:
 
 
 def needs_field(metrics: Sequence[str], field: str) -> bool:
-    """Whether any of the metrics needs a record field (e.g. ``targets``)."""
-    return any(field in lookup(m).needs for m in metrics)
+    """Whether any of the metrics needs a record field (``reference``...; ``answer``: reads it)."""
+    return any(lookup(m).reads_answer if field == "answer" else field in lookup(m).needs for m in metrics)
 
 
 def record_scalar(name: str, value: Any) -> float | None:

@@ -216,6 +216,6 @@ def retrieval_score(d: Derivation) -> float | None:
 
 
 declare(*(MetricSpec(name, "derive", "retrieval", scalar=True, requires=("umbrela_scores",), bounds=UNIT,
-                     needs=("question", "contexts"), derive=retrieval_score,
+                     needs=("question", "contexts"), derive=retrieval_score, reads_answer=False,
                      reference="vectara/open-rag-eval open_rag_eval/metrics/umbrela_metric.py (relevant = grade >= 2)")
           for name in ("P@k", "AP@k", "MRR")))  # P@k, AP@k: one metric per cut-off of trec.k_values

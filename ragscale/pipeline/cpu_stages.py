@@ -7,6 +7,7 @@ output row per input row; a record that fails a stage keeps its row and gets an
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -53,28 +54,33 @@ def pointer_table(pointers: Sequence[Pointer] | PointerArray) -> pa.Table:
 
 def load_and_lexical(batch: pa.Table, *, files: Sequence[InputFile], metrics: Sequence[str],
                      schema: pa.Schema | None = None, expectations: Any = None, lexical: Mapping[str, Callable] | None = None,
-                     need_targets: bool | None = None) -> pa.Table:
+                     need_targets: bool | None = None, need_answer: bool = True, need_passages: bool = True,
+                     qrels: Mapping | None = None) -> pa.Table:
     """Stage 1: read the records the pointer rows name, validate them, compute lexical metrics
     (``lexical``: name -> function, default the catalog's for ``metrics``) and the custom
     metrics, with the fact checks of ``expectations``. One output row per pointer row, in the
     run's row ``schema`` (ragscale.row.row_schema; default: a schema of ``metrics``).
-    ``lexical`` and ``need_targets`` come from the driver's catalog (a metric declared in a
-    notebook is known there, not in the workers)."""
+    ``lexical`` and ``need_*`` (ragscale.record.read_record) come from the driver's catalog (a
+    metric declared in a notebook is known there, not in the workers). ``qrels`` (the run's
+    qrels.*): each record's retrieval against the qrels, :func:`add_qrels_figures`."""
     t0 = time.perf_counter()
     functions = lexical_functions(metrics) if lexical is None else lexical
     need_targets = needs_targets(metrics) if need_targets is None else need_targets
     pointers = [Pointer(**p) for p in batch.to_pylist()]
-    rows = [_record_row(files, p, raw, metrics, functions, need_targets, expectations)
+    rows = [_record_row(files, p, raw, metrics, functions, (need_targets, need_answer, need_passages), expectations)
             for p, raw in zip(pointers, read_raw(files, pointers))]
+    if qrels:
+        add_qrels_figures(rows, qrels, files[0].column_map if files else None)
     add_stats(rows, time_lexical_s=time.perf_counter() - t0)
     return to_table(rows, schema or row_schema(metrics), "lexical")
 
 
 def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Sequence[str],
-                functions: Mapping[str, Callable], need_targets: bool, expectations: Any = None) -> dict:
+                functions: Mapping[str, Callable], needs: tuple[bool, bool, bool], expectations: Any = None) -> dict:
     f = files[p.file_idx]
-    row = read_record(raw, key=p.key(files), model_id=f.stem, task_id=p.task, source_file=f.path,
-                      source_line=p.line, need_targets=need_targets, columns=f.column_map).to_row()
+    row = read_record(raw, key=p.key(files), model_id=f.stem, task_id=p.task, source_file=f.path, source_line=p.line,
+                      need_targets=needs[0], need_answer=needs[1], need_passages=needs[2],
+                      columns=f.column_map).to_row()
     if p.first >= 0 and not row["error"]:  # a (model, task) answered earlier in the inputs: counted once
         row["error"] = error_json("input", p.repeat_error(files, row["model_id"], row["task_id"]))
     if row["error"]:
@@ -87,6 +93,33 @@ def _record_row(files: Sequence[InputFile], p: Pointer, raw: str, metrics: Seque
     except Exception as e:  # noqa: BLE001 - one bad record must not stop the run
         row["error"] = error_json("lexical", f"{type(e).__name__}: {e}")
     return row
+
+
+NOT_SCORED = "its retrieval is not scored against the qrels ({}): retrieval.json counts it"
+NO_IDS = "its contexts are not passages with a document_id each"
+
+
+def add_qrels_figures(rows: list[dict], conf: Mapping, columns: Mapping[str, str] | None = None) -> None:
+    """Each read record's retrieval against the run's qrels (``conf``: qrels.*), as its
+    ``details["qrels"]`` (the figures retrieval.json gives its query: metrics.qrels_retrieval); a
+    record whose query has no qrels, or whose passages carry no ``document_id``, gets a warning.
+    ``columns``: the user's column names (the same for every input file)."""
+    from ragscale.io.qrels import qrels_once
+    from ragscale.metrics.qrels_retrieval import record_figures, retrieval_record
+
+    live = [(row, retrieval_record(json.loads(row["input_json"]), row["task_id"], columns))
+            for row in rows if not row["error"]]
+    for row, rec in live:
+        if rec is None:
+            row["warnings"] = [*row["warnings"], NOT_SCORED.format(NO_IDS)]
+    scored = [(row, rec) for row, rec in live if rec is not None]
+    figures = record_figures(qrels_once(conf["file"]), [rec for _, rec in scored], list(conf["k"]),
+                             list(conf["measures"]), not conf.get("keep_identical_ids"))
+    for (row, _), got in zip(scored, figures):
+        if got is None:
+            row["warnings"] = [*row["warnings"], NOT_SCORED.format("its query has no qrels")]
+        else:
+            set_detail(row, "qrels", got)
 
 
 CUSTOM_NAMES = frozenset({*CUSTOM_METRICS, *FACT_METRICS})

@@ -198,6 +198,8 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
     from ragscale.pipeline.progress import reporting_task
     from ragscale.pipeline.resources import OUTPUT_NUM_CPUS, scaled
     from ragscale.pipeline.stage import actor_class, sum_stats
+    from ragscale.metrics.registry import needs_field
+    from ragscale.io.qrels import run_qrels
     from ragscale.row import row_schema
     from ragscale.pipeline.cpu_stages import (lexical_functions, load_and_lexical, needs_targets, output_lines,
                                               pointer_table)
@@ -213,7 +215,10 @@ def run_pipeline(plan: Any, pointers: Sequence[Pointer] | PointerArray,
         batch_format="pyarrow",
         fn_kwargs={"files": list(plan.files), "metrics": list(plan.metrics), "schema": row_schema(row_metrics(plan)),
                    "expectations": plan.expectations,
-                   "lexical": functions, "need_targets": needs_targets(plan.metrics)},
+                   "lexical": functions, "need_targets": needs_targets(plan.metrics),
+                   "need_answer": needs_field(plan.metrics, "answer"),
+                   "need_passages": needs_field(plan.metrics, "contexts"),
+                   "qrels": run_qrels(plan.reports)},
         num_cpus=scaled(float(plan.cluster.get("lexical_num_cpus", 1.0)), cpu_scale),
     )
     for st in build_stages(plan):

@@ -19,6 +19,7 @@ from ragscale.exitcodes import FAILED, INCOMPLETE, OK, STATUS, STOPPED, failed, 
 from ragscale.metrics.registry import label, lookup
 from ragscale.report.html_scan import Dist, Scan
 from ragscale.report.html_records import lowest_section
+from ragscale.report.html_retrieval import retrieval_context
 from ragscale.report.html_significance import number, better_than, calibration, calibration_rows, significance
 from ragscale.report.jury import jury_context
 from ragscale.report.slices import kept_interval, slices_context, unit_text
@@ -54,7 +55,7 @@ def page_context(run_dir: str, scan: Scan, summary: dict | None, run: dict | Non
         "calibrated_significance": significance(calibrated_comparisons(board)),
         "calibration": calibration(board),
         "distributions": _distributions(scan, metrics, colors),
-        "breakdowns": _breakdowns(board, order),
+        "breakdowns": _breakdowns(board, order), "retrieval": retrieval_context(run_dir),
         "judges": _judges(run, scan),
         "errors": _errors(scan, sum(orphans.values())),
         "worst_n": worst_n,

@@ -18,6 +18,7 @@ import os
 from typing import Any, Sequence
 
 from ragscale.errors import UserError
+from ragscale.io.qrels import run_qrels
 from ragscale.report.qrels_text import tables
 
 FILES = ("retrieval.json", "retrieval.md")
@@ -25,14 +26,15 @@ FILES = ("retrieval.json", "retrieval.md")
 
 def open_sink(settings: Any, plan: Any, out_dir: str) -> "QrelsSink | None":
     """The sink of a run with ``qrels.file`` (ragscale.report.sinks.SinkSpec's ``open``)."""
-    return QrelsSink(out_dir, settings.qrels) if (settings.qrels or {}).get("file") else None
+    q = run_qrels(settings)
+    return QrelsSink(out_dir, q, getattr(plan, "columns", None)) if q else None
 
 
 def check(settings: Any, metrics: Sequence[str]) -> None:
     """qrels.* before any work: pytrec_eval installed, the cut-offs and measures, UMBRELA's grades
     in the run for ``fill: umbrela``, the qrels readable (a one-line UserError)."""
-    q = settings.qrels or {}
-    if not q.get("file"):
+    q = run_qrels(settings)
+    if not q:
         return
     from ragscale.extras import install_hint, missing
     from ragscale.io.qrels import read_collection_qrels
@@ -53,28 +55,24 @@ class QrelsSink:
     """A report sink (ragscale.report.sinks.Sink): collects each model's retrieval records;
     ``finish`` scores them and writes retrieval.json and retrieval.md."""
 
-    def __init__(self, out_dir: str, conf: dict):
+    def __init__(self, out_dir: str, conf: dict, columns: dict[str, str] | None = None):
         from ragscale.io.qrels import read_collection_qrels
 
-        self.out_dir, self.conf = out_dir, conf
+        self.out_dir, self.conf, self.columns = out_dir, conf, columns or {}
         self.qrels = read_collection_qrels(conf["file"])
         self.records: dict[str, list[dict]] = {}
         self.without_ids: dict[str, int] = {}  # records whose passages carry no document_id
 
     def add(self, rec: dict) -> None:
+        from ragscale.metrics.qrels_retrieval import retrieval_record
+
         model = str(rec.get("model_id"))
-        ctxs = rec.get("contexts")
-        if rec.get("task_id") is None or not isinstance(ctxs, list) or any(
-                not isinstance(c, dict) or c.get("document_id") in (None, "") for c in ctxs):
+        scored = retrieval_record(rec, rec.get("task_id"), self.columns)
+        if scored is None:
             self.without_ids[model] = self.without_ids.get(model, 0) + 1
             return
-        score = [c.get("score") for c in ctxs]
-        self.records.setdefault(model, []).append({
-            "task_id": rec["task_id"], "Collection": rec.get("Collection"),
-            "contexts": [{"document_id": c["document_id"],
-                          "score": s if isinstance(s, (int, float)) and not isinstance(s, bool) else None}
-                         for c, s in zip(ctxs, score)],
-            "metrics": {"umbrela_scores": (rec.get("metrics") or {}).get("umbrela_scores")}})
+        scored["metrics"] = {"umbrela_scores": (rec.get("metrics") or {}).get("umbrela_scores")}
+        self.records.setdefault(model, []).append(scored)
 
     def blocks(self) -> dict[str, dict]:
         """Each model's figures (``ragscale retrieval --json``'s block, with ``without_ids``)."""

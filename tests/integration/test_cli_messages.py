@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 CASES = [
     (["run", "scenario=custom"], "ragscale run: error: use +scenario=custom (a scenario is added with +)"),
     (["run", "+scenario=custm"], "ragscale run: error: unknown scenario 'custm' (did you mean 'custom'?); "
-                                 "available: custom, mtrag, mtragun, ragas, taxonomy, trec"),
+                                 "available: custom, mtrag, mtrag_retrieval, mtragun, ragas, taxonomy, trec"),
     (["run", "+scenario=custom", "judge=locl"],
      f"ragscale run: error: unknown judge 'locl' (did you mean 'local'?); available: {JUDGES}"),
     (["run", "+scenario=custom", "limt=3"], "ragscale run: error: unknown key 'limt' (did you mean 'limit'?)"),

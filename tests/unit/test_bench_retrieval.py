@@ -25,5 +25,6 @@ def test_the_benchmark_scores_the_same_queries_every_way(tmp_path):
     assert got["records"] == 300 and 0 < got["scored"] < 300  # 10% of the queries have no qrels
     assert got["holes_filled"] > 0
     for seconds, ratio in (("ragscale_s", "ratio_to_baseline"), ("in_run_s", "in_run_ratio_to_baseline"),
-                           ("in_run_filled_s", "in_run_filled_ratio_to_baseline")):
+                           ("in_run_filled_s", "in_run_filled_ratio_to_baseline"),
+                           ("per_record_s", "per_record_ratio_to_baseline")):
         assert got[seconds] > 0 and got[ratio] > 0

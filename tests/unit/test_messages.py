@@ -13,7 +13,7 @@ import pytest
 
 from ragscale.errors import UserError
 
-SCENARIOS = "custom, mtrag, mtragun, ragas, taxonomy, trec"
+SCENARIOS = "custom, mtrag, mtrag_retrieval, mtragun, ragas, taxonomy, trec"
 JUDGES = "local, openai, vllm, vllm-cpu"
 HYDRA_TEXT = ("Traceback", "Error executing job", "HYDRA_FULL_ERROR", "RagscaleConf", "Conf'", "_schema",
               "full_key", "object_type", "hydra.cc", "Could not override", "No match in the defaults list")

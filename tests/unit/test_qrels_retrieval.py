@@ -7,16 +7,12 @@ weighted figure equal to 1e-9."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import reference_source
+from conftest import MTRAG_COLLECTIONS, reference_source, run_mtrag_retrieval_eval
 from ragscale.errors import UserError
 from ragscale.io.qrels import query_key, read_collection_qrels, read_qrels
 from ragscale.metrics.qrels_retrieval import evaluate, names, qrels_of_collection, run_of, score_collections
@@ -96,10 +92,6 @@ def test_queries_without_qrels_are_named_and_collections_weighted_by_their_tasks
         qrels_of_collection({"cloud": {}, "ibmcloud": {}}, "mt-rag-ibmcloud-elser")
 
 
-MTRAG_COLLECTIONS = {"clapnq": "mt-rag-clapnq-elser-512-100-20240503", "govt": "mt-rag-govt-elser-512-100-20240611",
-                     "fiqa": "mt-rag-fiqa-beir-elser-512-100-20240501", "cloud": "mt-rag-ibmcloud-elser-512-100-20240502"}
-
-
 def constructed(rng_seed=3):
     """Retrieval records and qrels over the four collections: graded and binary judgments, ties,
     passages with offsets, a passage id equal to its query id, queries without qrels and with no
@@ -129,7 +121,7 @@ def test_conformance_with_mtrags_run_retrieval_eval(tmp_path):
     records, qrels = constructed()
     texts = {c: BEIR + "".join(f"{q}\t{d}\t{g}\n" for q, docs in judged.items() for d, g in docs.items())
              for c, judged in qrels.items()}
-    theirs, rows = _run_reference(tmp_path, records, texts)
+    theirs, rows = run_mtrag_retrieval_eval(tmp_path, records, texts)
     by = read_collection_qrels({c: str(tmp_path / "human" / "retrieval_tasks_convid" / c / "qrels" / "dev.tsv")
                                 for c in MTRAG_COLLECTIONS})
     run, coll = run_of(records)
@@ -148,27 +140,6 @@ def test_conformance_with_mtrags_run_retrieval_eval(tmp_path):
         for label, figure in (("Recall", "Recall"), ("nDCG", "nDCG")):
             want = json.loads(row[label])
             assert [mine[f"{figure}@{k}"] for k in (1, 3, 5)] == pytest.approx(want, abs=1e-9)
-
-
-def _run_reference(tmp_path, records, qrels_text):
-    """MT-RAG's run_retrieval_eval.py on ``records`` with ``{collection key: BEIR TSV}``, in the layout
-    it reads its qrels from; returns (per-query scores, aggregate rows by collection)."""
-    here = tmp_path / "scripts" / "evaluation"
-    here.mkdir(parents=True)
-    for name in ("run_retrieval_eval.py", "judge_utils.py"):
-        (here / name).write_text(reference_source("mt-rag-benchmark", f"scripts/evaluation/{name}"))
-    for c, text in qrels_text.items():
-        folder = tmp_path / "human" / "retrieval_tasks_convid" / c / "qrels"
-        folder.mkdir(parents=True)
-        (folder / "dev.tsv").write_text(text)
-    inp, out = tmp_path / "retrieval.jsonl", tmp_path / "scored.jsonl"
-    inp.write_text("".join(json.dumps(r) + "\n" for r in records))
-    res = subprocess.run([sys.executable, str(here / "run_retrieval_eval.py"), "--input_file", str(inp),
-                          "--output_file", str(out)], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    theirs = {r["task_id"]: r["retriever_scores"] for r in map(json.loads, open(out))}
-    rows = {r["collection"]: r for r in csv.DictReader(open(os.path.splitext(out)[0] + "_aggregate.csv"))}
-    return theirs, rows
 
 
 def test_conformance_on_mtrags_own_qrels(tmp_path):
@@ -191,7 +162,7 @@ def test_conformance_on_mtrags_own_qrels(tmp_path):
             picked = rnd.sample(docs, rnd.randint(0, len(docs))) + rnd.sample(pool, 5)
             records.append({"task_id": q.replace("<::>", "::"), "Collection": MTRAG_COLLECTIONS[c],
                             "contexts": [{"document_id": d, "score": rnd.uniform(0, 30)} for d in picked]})
-    theirs, rows = _run_reference(tmp_path, records, {c: t.replace("<::>", "::") for c, t in texts.items()})
+    theirs, rows = run_mtrag_retrieval_eval(tmp_path, records, {c: t.replace("<::>", "::") for c, t in texts.items()})
     mine_dir = tmp_path / "ours"
     mine_dir.mkdir()
     by = read_collection_qrels({c: write(mine_dir / f"{c}.tsv", t) for c, t in texts.items()})
