@@ -33,8 +33,9 @@ if [ -n "${RECHECK:-}" ]; then
   left=$("$PY" scripts/mutation_report.py --survivors ${sel[@]:+--modules "${sel[@]}"})
   mapfile -t patterns < <(printf '%s' "$left" | sed '/^$/d')
   if [ "${#patterns[@]}" -eq 0 ]; then
+    # mutmut given no name runs every mutant of the scope: report the last run instead
     echo "make mutate: no mutant left to re-check"
-    patterns=()
+    exec "$PY" scripts/mutation_report.py --floor "${MUTATE_FLOOR:-95}" ${sel[@]:+--modules "${sel[@]}"}
   else
     echo "make mutate: re-checking ${#patterns[@]} mutant(s) not caught in the last run"
   fi

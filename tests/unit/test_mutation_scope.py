@@ -66,3 +66,47 @@ def test_a_module_under_its_floor_fails_the_report():
     result = {"modules": {"a": {"score": 94.9}, "b": {"score": 80.0}, "c": {"score": None}}}
     assert mutation_report.below_floor(result, {"b": 75.0}, 95.0) == ["a 94.9% < 95.0%"]
     assert mutation_report.below_floor(result, {"a": 90.0, "b": 80.0}, 95.0) == []
+
+
+def _fake_tree(tmp_path, survivors: str):
+    """A copy of scripts/mutate.sh beside a fake ``.venv``: its python answers mutation_report.py's
+    ``--survivors`` with ``survivors`` and its mutmut writes the names it was given to calls.txt."""
+    import shutil
+    import stat
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(os.path.join(ROOT, "scripts", "mutate.sh"), tmp_path / "scripts" / "mutate.sh")
+    bin_ = tmp_path / ".venv" / "bin"
+    bin_.mkdir(parents=True)
+    (tmp_path / "survivors.txt").write_text(survivors)
+    fakes = {"python": '#!/bin/sh\ncase "$*" in *--survivors*) cat "$(dirname "$0")/../../survivors.txt";; '
+                       '*--floor*) echo "report $*" >> "$(dirname "$0")/../../calls.txt";; esac\n',
+             "mutmut": '#!/bin/sh\necho "mutmut $*" >> "$(dirname "$0")/../../calls.txt"\n'}
+    for name, text in fakes.items():
+        (bin_ / name).write_text(text)
+        (bin_ / name).chmod((bin_ / name).stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.mark.parametrize("survivors", ["", "ragscale.secrets.x_f__mutmut_1\nragscale.secrets.x_f__mutmut_2\n"])
+def test_a_recheck_runs_only_the_mutants_left(tmp_path, survivors):
+    """``make mutate RECHECK=1`` gives mutmut the names of the mutants not caught; with none left it
+    reports the last run and runs no mutant (mutmut given no name runs every one of the scope: on main
+    an empty list did that, hours on 2 cores)."""
+    import subprocess
+
+    _fake_tree(tmp_path, survivors)
+    # the variables the script reads set by the test alone (make mutate exports MODULES to the tests it runs)
+    env = {k: v for k, v in os.environ.items() if k not in ("MODULES", "BASE", "MUTATE_FLOOR", "MUTATE_JOBS")}
+    env.update(RECHECK="1", MUTATE_JOBS="3")
+    res = subprocess.run(["bash", str(tmp_path / "scripts" / "mutate.sh")], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    runs = [c for c in calls if c.startswith("mutmut")]
+    if survivors:
+        assert runs == ["mutmut run --max-children 3 ragscale.secrets.x_f__mutmut_1 "
+                        "ragscale.secrets.x_f__mutmut_2"]
+        assert "re-checking 2 mutant(s)" in res.stdout
+    else:
+        assert runs == [] and "no mutant left to re-check" in res.stdout
+    assert calls[-1].startswith("report scripts/mutation_report.py --floor 95")
