@@ -32,7 +32,7 @@ def rows(family: str | None = None) -> list[dict]:
         out.append({
             "name": spec.name, "aliases": sorted(aliases.get(spec.name, []), key=str.casefold),
             "family": spec.family, "stage": spec.stage, "judge": spec.stage == "judge",
-            "needs": ["answer", *spec.needs] if spec.family != "retrieval" else list(spec.needs),
+            "needs": ["answer", *spec.needs] if spec.reads_answer else list(spec.needs),
             "higher_is_better": spec.higher_is_better, "range": getattr(spec, "bounds", None),
             "label": spec.label, "reference": spec.reference,
         })

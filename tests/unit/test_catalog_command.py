@@ -41,6 +41,7 @@ def test_cells():
     table = catalog.format_rows([{"name": "n" * 60, "aliases": [], "family": "f", "judge": False, "needs": ["answer"],
                                   "higher_is_better": True, "range": None}]).splitlines()
     assert table[2].startswith("n" * 48 + "  ") and len(table[1].split()[0]) == 48  # a column is at most 48 wide
+    assert all(line == line.rstrip() for line in table) and table[2].endswith("  -")  # no trailing blanks
 
 
 def test_families_and_aliases():
@@ -48,7 +49,13 @@ def test_families_and_aliases():
     by = {r["name"]: r for r in rows}
     assert by["RL_F"]["aliases"] and "faithfulness" in by["RL_F"]["aliases"]
     assert all(r["judge"] is (r["stage"] == "judge") for r in rows)
-    assert all(r["needs"][0] == "answer" for r in rows if r["family"] != "retrieval")
+    # "needs" says the answer exactly where the catalog's metric reads it (MetricSpec.reads_answer)
+    assert all((r["needs"][:1] == ["answer"]) is specs()[r["name"]].reads_answer for r in rows)
+    assert by["umbrela_mean"]["needs"] == list(specs()["umbrela_mean"].needs)
+    assert by["RougeL_stemFalse"]["needs"][0] == "answer"
+    # aliases in case-insensitive order, as a reader scans them
+    assert all(r["aliases"] == sorted(r["aliases"], key=str.casefold) for r in rows)
+    assert any(r["aliases"] != sorted(r["aliases"]) for r in rows)  # where that order is not the plain one
     assert {r["family"] for r in catalog.rows("algorithmic")} == {"algorithmic"}
     assert list(catalog.metrics_table("custom").columns) == list(catalog.COLUMNS)
 
@@ -58,5 +65,8 @@ def test_an_unknown_family_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("ragscale metrics: error: unknown family 'algoritmic'") and "algorithmic" in err
     assert "\n" not in err
+    from ragscale.metrics.registry import STEPS
+
+    assert err.endswith(f"; families are {', '.join(STEPS)}")
     with pytest.raises(Exception, match="unknown family"):
         catalog.rows("nope")
