@@ -92,3 +92,49 @@ def test_a_dataset_is_read_row_by_row():
     assert list(frames.rows_of(FakeDataset())) == [{"q": 1}, {"q": 2}]
     assert frames.rows_of(({"q": 1},)) == ({"q": 1},)
     assert frames.rows_of(pd.DataFrame({"q": [1]})) == [{"q": 1}]
+
+
+def _nest(leaf, depth: int):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def test_the_nesting_limit_counts_every_container_and_array():
+    """A record nested MAX_DEPTH containers deep (the record itself one of them) is written, one
+    more is refused; a numpy array is a level as the list it becomes, at whatever depth it sits."""
+    from ragscale.io.lines import LineError
+
+    assert frames._plain({"x": _nest(1, MAX_DEPTH - 1)}) == {"x": _nest(1, MAX_DEPTH - 1)}
+    with pytest.raises(LineError):
+        frames._plain({"x": _nest(1, MAX_DEPTH)})
+    with pytest.raises(LineError):
+        frames._plain({"x": {"y": _nest(1, MAX_DEPTH - 1)}})
+    assert frames._plain({"x": _nest(np.array([1, 2]), MAX_DEPTH - 2)}) == {"x": _nest([1, 2], MAX_DEPTH - 2)}
+    with pytest.raises(LineError):
+        frames._plain({"x": _nest(np.array([1, 2]), MAX_DEPTH - 1)})
+    with pytest.raises(LineError):
+        frames._plain([_nest(np.zeros((1, 1)), MAX_DEPTH - 2)])
+
+
+def test_values_json_cannot_hold_are_written_as_text(tmp_path):
+    import decimal
+
+    path = frames.write_jsonl([{"task_id": "t", "v": decimal.Decimal("1.50"), "s": {3}}], str(tmp_path))
+    assert lines(path) == [{"task_id": "t", "v": "1.50", "s": "{3}"}]
+
+
+def test_only_a_dataframe_or_a_dataset_is_read_as_one(tmp_path):
+    from types import SimpleNamespace
+
+    for almost in (pd.Series([{"a": 1}]), SimpleNamespace(features={}), SimpleNamespace(column_names=["a"])):
+        with pytest.raises(UserError, match="^data must be a path, a list of paths, a pandas DataFrame"):
+            frames.rows_of(almost)
+    with pytest.raises(UserError, match="^data has no records$"):
+        frames.write_jsonl([], str(tmp_path))
+
+
+def test_a_folder_that_only_looks_written(tmp_path):
+    for name in ("XXXXXXXXXXXX", "ABCDEF012345", "abcdef01234"):
+        assert not frames.is_written(str(tmp_path / "inputs" / name / "data.jsonl"))
+    assert frames.is_written(str(tmp_path / "inputs" / "abcdef012345" / "data.jsonl"))
