@@ -73,3 +73,48 @@ def test_a_shuffled_input_gives_the_same_files(tmp_path, seed):
     assert sorted(again) == sorted(first)
     for name in first:
         assert again[name] == first[name], f"{name} depends on the order of the records"
+
+
+def _rec(qid, run, line, answer, **extra) -> dict:
+    r = {"model_id": "m", "question": f"Q {qid}?", "answer": answer, "contexts": [], "metrics": {}, "error": None,
+         "ragscale": {"record_key": f"k-{line}", "source_line": line}, **extra}
+    if qid:
+        r["query_id"] = qid
+    if run is not None:
+        r["query_run"] = run
+    return r
+
+
+def _cell(answer: str) -> str:
+    return '"[{""text"": ""' + answer + '"", ""citations"": []}]"'
+
+
+def test_the_csv_exactly_rows_by_first_line_runs_by_number(tmp_path):
+    """open-rag-eval's results CSV for records fed in any order: a query's row sits where its
+    earliest input line was, its runs ascend by query_run (a run without a number is run 1), a
+    record without a query or task id is named by its record key, a missing cell is empty, lines
+    end in \\n as pandas' to_csv writes them."""
+    from ragscale.report.orag_export import export_orag_csv
+
+    path = tmp_path / "m.csv"
+    recs = [_rec("q2", 1, 20, "q2 first"), _rec("q3", None, 10, "q3 only"), _rec("q2", 2, 5, "q2 second"),
+            _rec(None, None, 30, "keyed")]
+    assert export_orag_csv(recs, str(path)) == 3
+    assert path.read_bytes().decode() == (
+        "query_id,query,run_1_retrieved_passages,run_1_generated_answer,run_2_retrieved_passages,"
+        "run_2_generated_answer\n"
+        f"q2,Q q2?,{{}},{_cell('q2 first')},{{}},{_cell('q2 second')}\n"
+        f"q3,Q q3?,{{}},{_cell('q3 only')},,\n"
+        f"k-30,Q None?,{{}},{_cell('keyed')},,\n")
+    # two runs numbered alike keep their input order; the run numbers, not the lines, order runs
+    assert export_orag_csv([_rec("q", 2, 1, "b"), _rec("q", 1, 2, "a"), _rec("q", 1, 3, "a2")], str(path)) == 1
+    assert path.read_text().splitlines()[1] == f"q,Q q?,{{}},{_cell('a')},{{}},{_cell('a2')},{{}},{_cell('b')}"
+
+
+def test_records_without_any_id_are_numbered_in_turn(tmp_path):
+    from ragscale.report.orag_export import export_orag_csv
+
+    path = tmp_path / "m.csv"
+    bare = [dict(_rec(None, None, 0, a), ragscale=None) for a in ("x", "y")]
+    assert export_orag_csv(bare, str(path)) == 2
+    assert [line.split(",")[0] for line in path.read_text().splitlines()[1:]] == ["record-0", "record-1"]
