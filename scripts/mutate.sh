@@ -29,16 +29,17 @@ fi
 if [ -z "${RAGSCALE_SHARED:-}" ] && [ -d ../shared ]; then export RAGSCALE_SHARED="$(cd ../shared && pwd)"; fi
 patterns=()
 for m in "${sel[@]}"; do patterns+=("$m.*"); done
+run=1
 if [ -n "${RECHECK:-}" ]; then
   left=$("$PY" scripts/mutation_report.py --survivors ${sel[@]:+--modules "${sel[@]}"})
   mapfile -t patterns < <(printf '%s' "$left" | sed '/^$/d')
   if [ "${#patterns[@]}" -eq 0 ]; then
-    # mutmut given no name runs every mutant of the scope: report the last run instead
+    # mutmut given no name runs every mutant of the scope: only the last run's report
     echo "make mutate: no mutant left to re-check"
-    exec "$PY" scripts/mutation_report.py --floor "${MUTATE_FLOOR:-95}" ${sel[@]:+--modules "${sel[@]}"}
+    run=0
   else
     echo "make mutate: re-checking ${#patterns[@]} mutant(s) not caught in the last run"
   fi
 fi
-.venv/bin/mutmut run --max-children "${MUTATE_JOBS:-$(nproc)}" "${patterns[@]}" || true
+if [ "$run" -eq 1 ]; then .venv/bin/mutmut run --max-children "${MUTATE_JOBS:-$(nproc)}" "${patterns[@]}" || true; fi
 "$PY" scripts/mutation_report.py --floor "${MUTATE_FLOOR:-95}" ${sel[@]:+--modules "${sel[@]}"}
