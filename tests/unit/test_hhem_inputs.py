@@ -123,3 +123,59 @@ def test_the_hub_cache_is_read_from_the_environment(monkeypatch, tmp_path):
     assert hhem.hf_cache_dir() == str(tmp_path / "hf" / "hub")
     monkeypatch.setenv("HF_HUB_CACHE", "~/hub")
     assert hhem.hf_cache_dir() == str(tmp_path / "hub")
+
+
+def hub_snapshot(hub, repo, config, files=("tokenizer.json",)):
+    """``repo`` as the Hugging Face cache lays it out: refs/main names the snapshot that holds the files."""
+    base = hub / ("models--" + repo.replace("/", "--"))
+    snap = base / "snapshots" / "0123abcd"
+    snapshot(snap, config, weights="model.safetensors" if "weights" in files else None,
+             tokenizer="tokenizer.json" if "tokenizer.json" in files else None)
+    (base / "refs").mkdir(parents=True, exist_ok=True)
+    (base / "refs" / "main").write_text("0123abcd")
+    return snap
+
+
+def test_repo_ids_are_found_in_the_local_hub_cache(tmp_path, monkeypatch):
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    model = hub_snapshot(hub, hhem.DEFAULT_MODEL, {"model_type": "HHEMv2Config"}, files=("weights",))
+    found = hub_snapshot(hub, hhem.DEFAULT_FOUNDATION, {"model_type": "t5", "d_model": 16})
+    p = hhem.locate_hhem()  # the defaults: vectara's repo, its foundation google/flan-t5-base
+    assert (p.model_dir, p.weights, p.tokenizer_dir) == (str(model), str(model / "model.safetensors"), str(found))
+    assert p.t5_config == {"model_type": "t5", "d_model": 16} and p.t5_config_source == str(found / "config.json")
+    # a foundation whose config is no T5's, or is unreadable, or absent: flan-t5-base's built-in config
+    for text in (json.dumps({"model_type": "bert"}), "{", json.dumps([1])):
+        (found / "config.json").write_text(text)
+        p = hhem.locate_hhem()
+        assert (p.t5_config, p.t5_config_source) == (hhem.FLAN_T5_BASE_CONFIG, "built-in google/flan-t5-base config")
+    (found / "config.json").unlink()
+    assert hhem.locate_hhem().t5_config_source == "built-in google/flan-t5-base config"
+    assert hhem.locate_hhem().t5_config is not hhem.FLAN_T5_BASE_CONFIG  # a copy: a caller's change stays its own
+
+
+def test_a_foundation_path_without_a_config_falls_back_by_its_name(tmp_path, no_hub):
+    tok = snapshot(tmp_path / "tok", weights=None)
+    for foundation, ok in ((str(tmp_path / "models" / "flan-t5-base") + "/", True), ("org/flan-t5-base", True),
+                           (str(tmp_path / "flan-t5-base-v2"), False)):
+        model = snapshot(tmp_path / "hhem", {"model_type": "HHEMv2", "foundation": foundation}, tokenizer=None)
+        if ok:
+            assert hhem.locate_hhem(str(model), tokenizer=str(tok)).t5_config == hhem.FLAN_T5_BASE_CONFIG
+        else:
+            assert hhem.hhem_unavailable(str(model), tokenizer=str(tok)) == (
+                f"no T5 config.json found for HHEM's foundation {foundation!r}")
+
+
+def test_relative_and_home_paths_are_made_absolute(tmp_path, no_hub, monkeypatch):
+    model = snapshot(tmp_path / "hhem", {"model_type": "HHEMv2"}, tokenizer=None)
+    tok = snapshot(tmp_path / "tok", weights=None)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    p = hhem.locate_hhem("./hhem", tokenizer="~/tok")
+    assert (p.model_dir, p.tokenizer_dir) == (str(model), str(tok))
+    with pytest.raises(hhem.HHEMNotFound) as e:
+        hhem.locate_hhem("~/none")
+    assert str(e.value) == "HHEM model directory '~/none' does not exist"
+    (tmp_path / "f").write_text("")
+    assert hhem.hhem_unavailable("~/f") == "HHEM model '~/f' is a file, not a directory"
+    assert hhem.hhem_unavailable(str(model), tokenizer="~/f") == "HHEM tokenizer '~/f' is a file, not a directory"
