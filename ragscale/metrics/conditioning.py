@@ -3,7 +3,8 @@ IBM/mt-rag-benchmark ``judge_wrapper.get_idk_score``)."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from functools import partial
+from typing import Sequence
 
 from ragscale.judges.mtrag_reference import IDK_UNKNOWN
 from ragscale.metrics.registry import UNIT, Derivation, MetricSpec, declare
@@ -76,40 +77,36 @@ CONDITIONED = {
 HMEANS = {"HMean": ("RL_F", "RB_llm", "RB_agg"), "HMean_idk": ("RL_F_idk", "RB_llm_idk", "RB_agg_idk")}
 
 
-def conditioned(base: str, underspecified: bool) -> Callable[[Derivation], list | None]:
-    """The derive function of ``base`` conditioned on the IDK judge (and on the underspecified
-    judge): the record's answerability, the judges' values and whether the IDK judge's label was
-    MT-RAG's "unknown" (its details) decide, as :func:`idk_conditioned` says."""
-    def derive(d: Derivation) -> list | None:
-        idk = d.first("idk_eval")
-        details = d.details("idk") if idk is None else None
-        unknown = idk is None and isinstance(details, dict) and details.get("label") == IDK_UNKNOWN
-        if underspecified:
-            out = idk_underspecified_conditioned(d.answerability, idk, d.first("underspecified_eval"), d.first(base),
-                                                 unknown)
-        else:
-            out = idk_conditioned(d.answerability, idk, d.first(base), unknown)
-        return None if out is None else [out]
-
-    return derive
+def derive_conditioned(d: Derivation, base: str, underspecified: bool) -> list | None:
+    """The derive step of ``base`` conditioned on the IDK judge (and on the underspecified judge):
+    the record's answerability, the judges' values and whether the IDK judge's label was MT-RAG's
+    "unknown" (its details) decide, as :func:`idk_conditioned` says. A module function bound with
+    ``functools.partial``, not a closure, so that mutation testing reaches it (docs/testing.md)."""
+    idk = d.first("idk_eval")
+    details = d.details("idk") if idk is None else None
+    unknown = idk is None and isinstance(details, dict) and details.get("label") == IDK_UNKNOWN
+    if underspecified:
+        out = idk_underspecified_conditioned(d.answerability, idk, d.first("underspecified_eval"), d.first(base),
+                                             unknown)
+    else:
+        out = idk_conditioned(d.answerability, idk, d.first(base), unknown)
+    return None if out is None else [out]
 
 
-def hmean(parts: Sequence[str]) -> Callable[[Derivation], list | None]:
-    """The derive function of the harmonic mean of ``parts`` (null when one is null)."""
-    def derive(d: Derivation) -> list | None:
-        out = harmonic_mean([d.first(p) for p in parts])
-        return None if out is None else [out]
-
-    return derive
+def derive_hmean(d: Derivation, parts: Sequence[str]) -> list | None:
+    """The derive step of the harmonic mean of ``parts`` (null when one is null)."""
+    out = harmonic_mean([d.first(p) for p in parts])
+    return None if out is None else [out]
 
 
 declare(
     *(MetricSpec(name, "derive", "idk_condition", needs=("reference",), bounds=UNIT,
                  requires=(base, "idk_eval", "underspecified_eval") if under else (base, "idk_eval"),
                  short=name.replace("_underspecified", "_un"),
-                 reference="IBM/mt-rag-benchmark scripts/evaluation (IDK conditioning)", derive=conditioned(base, under))
+                 reference="IBM/mt-rag-benchmark scripts/evaluation (IDK conditioning)",
+                 derive=partial(derive_conditioned, base=base, underspecified=under))
       for name, (base, under) in CONDITIONED.items()),
     *(MetricSpec(name, "derive", "hmean", needs=("reference",), requires=parts, bounds=UNIT,
-                 reference='seed "The Three Metrics" (harmonic mean)', derive=hmean(parts))
+                 reference='seed "The Three Metrics" (harmonic mean)', derive=partial(derive_hmean, parts=parts))
       for name, parts in HMEANS.items()),
 )
