@@ -248,6 +248,39 @@ def test_parsers():
             fn(bad)
 
 
+@pytest.mark.parametrize("fn, judge, raw, reason", [
+    (rm.parse_relevance, "ragas_answer_relevancy", "[1]", "output is not a JSON object"),
+    (rm.parse_relevance, "ragas_answer_relevancy", '{"question": 1, "noncommittal": 0}', "question is not a string"),
+    (rm.parse_relevance, "ragas_answer_relevancy", '{"question": "q", "noncommittal": true}',
+     "noncommittal is True, not 0 or 1"),
+    (rm.parse_verification, "ragas_context_precision", "rate 10", "output is not JSON"),
+    (rm.parse_verification, "ragas_context_precision", '{"verdict": 1}', "reason is not a string"),
+    (rm.parse_verification, "ragas_context_precision", '{"reason": "r", "verdict": 2}', "verdict is 2, not 0 or 1"),
+    (rm.parse_classifications, "ragas_context_recall", '"all"', "output is not a JSON object"),
+    (rm.parse_classifications, "ragas_context_recall", '{"classifications": "all"}', "classifications is not a list"),
+    (rm.parse_classifications, "ragas_context_recall", '{"classifications": [{"statement": "s", "attributed": 1}]}',
+     "classification {'statement': 's', 'attributed': 1} lacks statement or reason"),
+    (rm.parse_classifications, "ragas_context_recall",
+     '{"classifications": [{"statement": "s", "reason": "r", "attributed": 1}, '
+     '{"statement": "t", "reason": "r", "attributed": "yes"}]}', "attributed is 'yes', not 0 or 1"),
+])
+def test_a_parse_failure_names_its_judge_keeps_the_output_and_says_why(fn, judge, raw, reason):
+    """What a record's judge error shows: the judge, the output as the judge wrote it, the reason."""
+    with pytest.raises(JudgeParseError) as e:
+        fn(raw)
+    assert (e.value.judge, e.value.raw, e.value.reason) == (judge, raw, reason)
+
+
+@pytest.mark.parametrize("prompt, judge", [
+    (lambda: rm.relevance_prompt("An answer.", sample=2), "ragas_answer_relevancy"),
+    (lambda: rm.precision_prompt("q", "c", "a"), "ragas_context_precision"),
+    (lambda: rm.recall_prompt("q", "c", "One. Two."), "ragas_context_recall"),
+])
+def test_a_constrained_prompt_names_its_judge_and_version(prompt, judge):
+    p = prompt()
+    assert (p.judge, p.version, [m["role"] for m in p.messages]) == (judge, "ragas-0.4.3-v1", ["user"])
+
+
 def test_cases_are_not_degenerate():
     """The conformance cases exercise real values, not only 0, 1 and undefined."""
     vals = [drive(rm.context_precision(inp(q, a, c, r)), respond).metrics["context_precision"]
