@@ -11,8 +11,8 @@ from ragscale.config import SignificanceConf, SlicesConf
 from ragscale.errors import UserError
 from ragscale.overrides import normalize
 from ragscale.report.significance import PairedValues, compare
-from ragscale.report.slices import (check_slices, cluster_field, console_lines, intervals_block, markdown_lines,
-                                    slice_value, slices_block)
+from ragscale.report.slices import (check_slices, cluster_field, console_lines, finding_text, intervals_block,
+                                    markdown_lines, slice_value, slices_block, slices_context)
 
 SETTINGS = SignificanceConf(resamples=999)
 
@@ -201,3 +201,65 @@ def test_plot_intervals_resample_the_unit():
     plain = box_stats("m", list(vals), "RB_agg")
     assert box.ci[1] - box.ci[0] > plain.ci[1] - plain.ci[0]
     assert box_stats("m", list(vals), "RB_agg", [None] * 40).ci == plain.ci
+
+
+def finding(**kw):
+    base = {"metric": "RB_agg", "field": "Collection", "value": "Govt", "worse": "m1", "better": "m2",
+            "difference": 0.1234, "ci": [0.03, 0.21], "p_adjusted": 0.004, "n": 24, "reversal": False}
+    return {**base, **kw}
+
+
+def test_a_finding_as_a_sentence():
+    assert finding_text(finding()) == ("m1 worse than m2 on Collection=Govt (RB_agg): difference 0.1234 "
+                                       "[0.0300, 0.2100], adjusted p = 0.004 (BH), 24 tasks")
+    assert finding_text(finding(ci=None, reversal=True)).endswith(
+        "difference 0.1234, adjusted p = 0.004 (BH), 24 tasks; m1 ranks above m2 overall")
+    own = finding(better=None, mean=0.41, overall_mean=0.5, difference=0.09)
+    assert finding_text(own) == ("m1 worse on Collection=Govt than its own overall mean (RB_agg): 0.4100 vs 0.5000, "
+                                 "difference 0.0900 [0.0300, 0.2100], adjusted p = 0.004 (BH), 24 tasks")
+
+
+def test_the_console_prints_at_most_five_findings_then_a_count():
+    five = {"slices": {"findings": [finding(n=i) for i in range(5)] + ["?"]}}
+    assert len(console_lines(five)) == 5 and console_lines(five)[-1].endswith(", 4 tasks")
+    seven = {"slices": {"findings": [finding(n=i) for i in range(7)]}}
+    assert console_lines(seven)[5:] == ["... and 2 more in leaderboard.md (Where models lose)"]
+    assert console_lines({"slices": "?"}) == console_lines("?") == console_lines({}) == []
+
+
+def test_a_finding_states_what_the_run_says_of_the_pair_overall():
+    rng = np.random.default_rng(3)
+    values = fed(sweep(rng, {"Cloud": 0.12, "FiQA": 0.12, "Govt": -0.15}, convs=90))
+    same, m1 = "no significant difference overall", "m1 significantly better overall"
+    for entry, said in [({"a": "m2", "b": "m1", "significant": True, "better": "m1"}, m1),
+                        ({"a": "m1", "b": "m2", "significant": False, "better": "m1"}, same),
+                        ({"a": "m1", "b": "m2", "significant": True, "better": None}, same),
+                        ({"a": "m1", "b": "m3", "significant": True, "better": "m1"}, "not compared overall")]:
+        block = slices_block(["m1", "m2"], values, SETTINGS, "RB_agg", 10, {"metrics": {"RB_agg": [entry]}})
+        pair = [f for f in block["findings"] if f["better"] is not None]
+        assert pair and all(f["overall"] == said for f in pair), (entry, pair)
+    block = slices_block(["m1", "m2"], values, SETTINGS, "RB_agg", 10, None)
+    assert {f["overall"] for f in block["findings"] if f["better"]} == {"not compared overall"}
+
+
+def test_the_reports_slice_tables():
+    levels = {"Govt": {"tasks": 30, "models": {"m1": {"mean": 0.41, "n": 30, "ci": [0.35, 0.47]},
+                                               "m2": {"mean": 0.5, "n": 29}}},
+              "FiQA": {"tasks": 12, "models": {"m2": {"mean": None, "n": 0}, "m3": {"mean": 0.7, "n": 12, "ci": [1]}}},
+              "Empty": {"tasks": 0, "models": {"m1": "?"}}}
+    block = {"metric": "RB_agg", "fields": {"Collection": {"levels": levels}, "turn": {"levels": {}}},
+             "findings": [finding(reversal=True), "?"], "by": ["Collection", "turn"], "tests": 9, "min_n": 10,
+             "method": "BH", "unit": {"text": "resampled by conversation"}}
+    ctx = slices_context({"slices": block})
+    assert ctx["metric"] == "RB_agg" and ctx["reversals"] == 1 and ctx["by"] == "Collection, turn"
+    assert (ctx["tests"], ctx["min_n"], ctx["method"], ctx["unit"]) == (9, 10, "BH", "resampled by conversation")
+    assert ctx["findings"] == [finding_text(finding(reversal=True))]
+    (table,) = ctx["tables"]  # a field without levels has no table
+    assert table["field"] == "Collection" and table["models"] == ["m1", "m2", "m3"]
+    assert [(r["value"], r["tasks"]) for r in table["rows"]] == [("Govt", 30), ("FiQA", 12), ("Empty", 0)]
+    none = {"text": "–", "title": None}
+    assert table["rows"][0]["cells"] == [{"text": "0.4100 (30)", "title": "n=30, [0.3500, 0.4700]"},
+                                         {"text": "0.5000 (29)", "title": "n=29"}, none]
+    assert table["rows"][1]["cells"] == [none, none, {"text": "0.7000 (12)", "title": "n=12"}]
+    assert table["rows"][2]["cells"] == [none, none, none]
+    assert slices_context({"slices": {"fields": "?"}}) is None and slices_context({}) is None
