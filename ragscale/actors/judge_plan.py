@@ -49,6 +49,10 @@ def plan_judges(settings: JudgeSettings, metrics: Sequence[str], cluster: Mappin
         names = [c["name"] for c in panel]
         if len(set(names)) != len(names):
             raise UserError(f"judge_panel: judge names must be unique, got {names}")
+        for name in names:  # the columns are read back at their last "@" (a metric's name may hold one: P@5)
+            if "@" in str(name):
+                raise UserError(f"judge_panel: a judge name may not contain '@' (it separates metric and judge in "
+                                f"the <metric>@<judge> columns), got {name!r}")
         panel_kwargs = [{"engine": resolve_engine(c, pool), "judges": on_panel, "tag": c["name"],
                          "cache_path": judge_cache_path(c["cache_path"], f"judge_panel[{c['name']}].cache_path"),
                          "max_retries": c["max_retries"], "protocol": _protocol(c, f"judge_panel[{c['name']}]"),

@@ -243,3 +243,14 @@ def test_a_members_nuggets_read_its_own_umbrela_grades(monkeypatch, tmp_path):
     assert tagged[0]["metrics"]["nuggets_count@a"] == 2 and "nuggets@a" in tagged[0]["details"]
     row = copy.deepcopy(tagged[0])
     assert main.own_view(row) is row and member.own_view(row)["metrics"]["umbrela_scores"] == row["metrics"]["umbrela_scores@a"]
+
+
+@pytest.mark.parametrize("name", ["gpt-4o@azure", "@", "a@"])
+def test_a_judge_name_with_the_column_separator_is_refused(name):
+    """``<metric>@<judge>`` is read back at its last ``@`` (a metric's name may hold one: P@5), so a judge
+    named ``gpt-4o@azure`` would score a metric ``RB_llm@gpt-4o``: refused when the run is planned."""
+    settings = JudgeSettings(judge={}, panel=({"name": "a"}, {"name": name}), panel_metrics=("RB_llm",))
+    with pytest.raises(UserError) as e:
+        plan_judges(settings, ["RB_llm"], {})
+    assert str(e.value) == (f"judge_panel: a judge name may not contain '@' (it separates metric and judge in the "
+                            f"<metric>@<judge> columns), got {name!r}")
