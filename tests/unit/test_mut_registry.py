@@ -210,3 +210,27 @@ def test_a_plugin_that_fails_to_load_fails_every_catalog_call(monkeypatch):
     for _ in range(2):
         with pytest.raises(UserError, match="plugin 'demo'"):
             registry.catalog()
+
+
+def test_derived_metrics_that_require_each_other_are_named_in_a_chain(monkeypatch):
+    specs = registry.catalog()
+    for name, req in (("zz_a", "zz_b"), ("zz_b", "zz_c"), ("zz_c", "zz_a")):
+        monkeypatch.setitem(specs, name, MetricSpec(name, "derive", "custom", requires=(req,), derive=lambda d: None))
+    with pytest.raises(ValueError) as e:
+        registry.derived_order(["zz_a", "zz_b", "zz_c"])
+    assert str(e.value) == "derived metrics require each other: zz_a -> zz_b -> zz_c -> zz_a"
+
+
+def test_a_panels_verdict_when_nobody_scored_and_on_bad_input():
+    from ragscale.metrics.registry import jury_verdict
+
+    assert jury_verdict("RB_llm", [None, []]) == (None, 0)
+    assert jury_verdict("umbrela_scores", [None]) == (None, 0)
+    assert jury_verdict("umbrela_scores", [[None, None], [None, None]]) == ([None, None], 0)  # a null per passage
+    assert jury_verdict("RB_llm", [[None], [None]]) == (None, 0)  # a per-target metric: null, not [null]
+    with pytest.raises(ValueError) as e:
+        jury_verdict("zz_unknown", [1.0])
+    assert str(e.value) == "metric 'zz_unknown' is not in the catalog: no jury for it"
+    with pytest.raises(ValueError) as e:
+        jury_verdict("umbrela_scores", [[3, 2], [1], [0, 1, 2]])
+    assert str(e.value) == "the panel's umbrela_scores values differ in length (2, 1, 3)"
