@@ -251,23 +251,6 @@ def query_of(obj: dict) -> str:
     return ""
 
 
-def inputs_of(obj: Any) -> dict:
-    """The inputs of an input or output record as ragscale read them: ``question``, ``contexts``
-    (passage texts), ``reference`` (reference answers, a list) and ``answer``; None for what the
-    record does not hold or holds malformed (its error says why)."""
-    out: dict[str, Any] = {"question": None, "contexts": None, "reference": None, "answer": None}
-    if not isinstance(obj, dict):
-        return out
-    out["question"] = query_of(obj) or None
-    try:
-        fields = extract_fields(obj, need_targets=False)
-    except RecordError:
-        out["answer"] = answer_of(obj)
-        return out
-    out.update(answer=fields["prediction"] or None, contexts=fields["passages"], reference=fields["targets"] or None)
-    return out
-
-
 def answer_of(obj: dict) -> str | None:
     """The evaluated answer of an input or output record: open-rag-eval's ``generated_answer``
     when the record has one (``None`` for a run without an answer), RAGAS' response, another

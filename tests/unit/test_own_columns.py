@@ -9,7 +9,7 @@ import pytest
 
 from ragscale.columns import FIELDS, as_list, guess, mapped, remap
 from ragscale.errors import UserError
-from ragscale.record import inputs_of, read_record
+from ragscale.record import read_record
 
 MAP = {"question": "query", "answer": "generated", "reference": "gold", "contexts": "docs", "model_id": "model",
        "task_id": "qid"}
@@ -88,15 +88,6 @@ def test_guess_finds_common_names_case_insensitively():
     assert guess(["Query", "generated", "gold", "docs"], "question") == "Query"
     assert guess(["Query", "generated", "gold", "docs"], "reference") == "gold"
     assert guess(["x"], "contexts") is None
-
-
-def test_inputs_of_reads_every_layout_once():
-    assert inputs_of({"user_input": "q", "response": "a", "retrieved_contexts": ["c"], "reference": "r"}) == \
-        {"question": "q", "answer": "a", "contexts": ["c"], "reference": ["r"]}
-    mtrag = {"input": [{"speaker": "user", "text": "q"}], "predictions": [{"text": "a"}], "targets": [{"text": "r"}],
-             "contexts": [{"text": "c"}]}
-    assert inputs_of(mtrag) == {"question": "q", "answer": "a", "contexts": ["c"], "reference": ["r"]}
-    assert inputs_of("not a record") == {"question": None, "answer": None, "contexts": None, "reference": None}
 
 
 def test_a_record_in_no_known_layout_is_told_which_column_to_map():

@@ -173,7 +173,7 @@ def test_record_texts_pairs_passages_with_the_fields_ids(orag):
 
 SINKS = ("ragscale/report/summary.py", "ragscale/report/html_records.py", "ragscale/report/orag_export.py",
          "ragscale/report/significance.py", "ragscale/metrics/consistency.py")
-DERIVATIONS = {"answer_of", "query_of", "answerability_of", "passage_ids_of", "inputs_of", "extract_fields"}
+DERIVATIONS = {"answer_of", "query_of", "answerability_of", "passage_ids_of", "extract_fields"}
 
 
 @pytest.mark.parametrize("path", SINKS)
@@ -208,3 +208,18 @@ def test_the_sinks_show_a_mapped_record_as_the_reader_read_it(tmp_path):
     for run in (1, 2, 3):
         groups.add({**rec, "query_id": "q", "query_run": run})
     assert groups.result()[0]["answers"] == ["Paris"] * 3
+
+
+@pytest.mark.parametrize("err, kind", [
+    ({"judge": "idk", "undefined": True, "reason": "engine error: but no value by definition"}, "undefined"),
+    ({"judge": "idk", "reason": "engine error: timed out after 3 retries"}, "engine"),
+    ({"judge": "idk", "reason": "output is not JSON"}, "parse"),
+    ({"judge": "idk", "reason": "the engine error was not at the start"}, "parse"),
+    ({"judge": "idk"}, "parse"),
+])
+def test_a_judge_errors_kind(err, kind):
+    """How the summary and the report count a record's judge errors (docs/exit-codes.md: an engine
+    error fails the record, a parse failure or an undefined value does not)."""
+    from ragscale.record import judge_error_kind
+
+    assert judge_error_kind(err) == kind

@@ -67,6 +67,10 @@ def test_passages_without_texts_are_read_only_when_no_metric_reads_them():
     rec = {"task_id": "t", "contexts": [{"document_id": "d1", "score": 3.0}, {"document_id": "d2", "text": "kept"}]}
     fields = extract_fields(rec, need_targets=False, need_answer=False, need_passages=False)
     assert fields["passages"] == ["", "kept"]
+    # a passage that is no object (a bare id, a number) is a passage without text too
+    bare = {**rec, "contexts": [7, None, {"document_id": "d3", "text": "   "}, {"text": "kept"}]}
+    assert extract_fields(bare, need_targets=False, need_answer=False, need_passages=False)["passages"] == \
+        ["", "", "", "kept"]
     with pytest.raises(RecordError, match=r"no contexts\[0\]\.text"):  # UMBRELA reads them: still an error
         extract_fields(rec, need_targets=False, need_answer=False)
     with pytest.raises(RecordError, match="no answer: the record has none of"):  # a generation run reads the answer
