@@ -236,3 +236,18 @@ def test_the_ranking_names_the_headline_as_the_tables_do(tmp_path):
     html = open(HtmlSink(str(tmp_path), summary["metrics"]).finish(summary, None, str(tmp_path / "r.html"))).read()
     assert "ranked by the mean of RougeL (higher is better)" in html
     assert "RougeL_stemFalse" not in "\n".join(lines)
+
+
+def test_the_console_lines_of_pairs_without_a_p_and_past_the_limit():
+    import copy
+
+    s = copy.deepcopy(SIGNIFICANT)
+    s["significance"]["metrics"]["RB_agg"].append(
+        {"a": "m1", "b": "m3", "n": 30, "mean_a": 0.5, "mean_b": 0.45, "diff": 0.05, "ci": [0.02, 0.08], "p": None,
+         "p_adjusted": None, "significant": True, "better": "m1"})
+    first = "m1 > m2 on RB_agg: difference 0.0420 [0.0110, 0.0730], adjusted p = 0.003 (holm)"
+    assert significant_lines(s) == [first, "m1 > m3 on RB_agg: difference 0.0500 [0.0200, 0.0800]"]
+    assert significant_lines(s, limit=1) == [first, "... and 1 more significant difference(s) in leaderboard.md"]
+    assert len(significant_lines(s, limit=2)) == 2
+    s["significance"]["correction"] = None
+    assert significant_lines(s)[0] == "m1 > m2 on RB_agg: difference 0.0420 [0.0110, 0.0730], adjusted p = 0.003"
