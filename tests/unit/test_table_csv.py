@@ -54,3 +54,21 @@ def test_header_errors_are_one_line(tmp_path, text, message):
 def test_open_rag_evals_header_is_told_apart(tmp_path):
     assert is_orag_header(_csv(tmp_path, "query_id,query,query_run,passage_id,passage,generated_answer\n", "o.csv"))
     assert not is_orag_header(_csv(tmp_path, "question,answer\nq,a\n", "t.csv"))
+
+
+def test_rows_past_the_first_are_counted_for_the_limit_and_spans_name_their_lines(tmp_path):
+    p = _csv(tmp_path, 'a,b\n1,2\n3,"multi\nline",5\n6,7\n"unterminated,8\n9,10\n')
+    rows = list(read_rows(p))
+    assert rows[0] == {"a": "1", "b": "2"}
+    assert rows[1] == {"format": "csv-table", "input_error": f"{p}: lines 3-4: 3 fields, the header has 2"}
+    assert rows[2] == {"a": "6", "b": "7"}
+    assert rows[3]["format"] == "csv-table" and rows[3]["input_error"].startswith(f"{p}: line")
+    assert "malformed CSV row" in rows[3]["input_error"]
+    assert [list(read_rows(p, limit=k)) for k in (0, 2, 3)] == [[], rows[:2], rows[:3]]
+
+
+def test_a_header_row_that_cannot_be_read_is_one_line(tmp_path):
+    p = _csv(tmp_path, '"a\x00,b\n1,2\n')
+    with pytest.raises(UserError) as e:
+        header(p)
+    assert str(e.value).startswith(f"{p}: line 1: the header row is unreadable (")
