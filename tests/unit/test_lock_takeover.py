@@ -72,3 +72,23 @@ def test_holder_words_and_parsing():
     assert lock._parse(b'{"host": "h", "pid": "12", "started": "s"}') == lock.Holder("h", 12, "s")
     for bad in (b"", b"{", b'{"host": "h"}', b'{"host": "h", "pid": "x", "started": "s"}', b"[1]"):
         assert lock._parse(bad) is None, bad
+
+
+def test_looking_at_a_holders_process_never_signals_it(monkeypatch):
+    """Whether a lock's holder still runs is asked with signal 0 (no signal is sent): a live holder
+    is alive and goes on running; another user's process (no permission to signal) is alive too."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert lock._pid_alive(child.pid) is True
+        time.sleep(0.2)
+        assert child.poll() is None  # still running: not hung up, not killed
+    finally:
+        child.kill()
+        child.wait()
+    assert lock._pid_alive(child.pid) is False  # gone
+
+    def not_permitted(pid, sig):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(lock.os, "kill", not_permitted)
+    assert lock._pid_alive(child.pid) is True
