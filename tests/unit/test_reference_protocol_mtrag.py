@@ -170,6 +170,7 @@ RATINGS = [
     "[3] and later [[4]]",
     "-2 out of 10",
     "",
+    "[Rating]for example: [Rating] 3\n7",  # the example cut to the end of its line: "[Rating]\n7" is read
 ]
 
 
@@ -197,6 +198,10 @@ UNDERSPECIFIED_OUTPUTS = [
     '{"decision": 1}',
     '{"decision": "yes", "explanation": "a \\q bad escape"}',
     '{"explanation": "nested {braces}", "decision": "yes"}',
+    'A note {x} first.\n```json\n{"decision": "yes"}\n```',  # fenced: the fence's object, not the first braces
+    '```JSON\n{"decision": "no"}\n```',  # no ```json fence (case matters): the first braces
+    '{"decision": "no",\n"explanation": "over two lines"}',  # an object over several lines
+    '{"decision": "y\\es"}',  # an invalid escape removed: "yes"
 ]
 
 
@@ -224,11 +229,13 @@ def test_split_conversation_per_physical_line(mtrag: types.SimpleNamespace) -> N
         assert ref.split_conversation(inquiry) == mtrag.utils.split_conversation(inquiry)
     prev, q = ref.split_conversation(cases[2])
     assert q == "a question" and prev.endswith("with a second line")  # the multi-line quirk
-    for bad in ("agent: no user", "user:no space"):
+    for bad, why in (("agent: no user", "finds no line starting with 'user:'"),
+                     ("user:no space", "finds no 'user: ' in the last user line")):
         with pytest.raises(Exception):
             mtrag.utils.split_conversation(bad)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError) as e:
             ref.split_conversation(bad)
+        assert str(e.value) == f"MT-RAG's split_conversation {why}"
 
 
 def _run(name: str, turns: list[dict], prediction: str, output: str, protocol: str):  # noqa: ANN202
@@ -299,3 +306,16 @@ def test_the_protocol_is_part_of_the_resume_fingerprint():
     constrained = plan_run(compose(base)).fingerprint()
     reference = plan_run(compose([*base, "judge.protocol=reference"])).fingerprint()
     assert "protocol" not in constrained["judge"] and reference["judge"]["protocol"] == "reference"
+
+
+@pytest.mark.parametrize("prompt, judge, version", [
+    (lambda: idk.render_reference([{"speaker": "user", "text": "q"}], "r"), "idk", "mtrag-idk-ref-v1"),
+    (lambda: radbench.render_reference([{"speaker": "user", "text": "q"}], "ref", ["d"], "r"), "radbench",
+     "mtrag-radbench-ref-v1"),
+    (lambda: underspecified.render_reference("r"), "underspecified", "mtrag-underspecified-ref-v1"),
+])
+def test_a_reference_prompt_names_its_judge_and_version(prompt, judge, version):
+    """What the judge cache keys and run.json's prompt versions read: the judge, its reference version,
+    free text (no schema) under MT-RAG's sampling."""
+    p = prompt()
+    assert (p.judge, p.version, p.schema, p.max_tokens) == (judge, version, None, 400)
