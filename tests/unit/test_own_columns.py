@@ -69,6 +69,10 @@ def test_unmapped_records_are_read_as_before():
     ("one passage", ["one passage"]),
     ("[not a list", ["[not a list"]),
     ("[1, 2]", [1, 2]),  # a list, whatever its items (the reader then says which item is not text)
+    ("['a'] # a note", ["['a'] # a note"]),  # more than a list literal: one item
+    ("[1], [2]", ["[1], [2]"]),  # two lists (a Python tuple): one item
+    ("[" * 128 + "]" * 128, json.loads("[" * 128 + "]" * 128)),  # as deep as a record may be: a list
+    ("[" * 129 + "]" * 129, ["[" * 129 + "]" * 129]),  # deeper: kept as the text it is
 ])
 def test_list_cells(cell, expected):
     assert as_list(cell) == expected
