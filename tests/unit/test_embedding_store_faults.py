@@ -190,3 +190,116 @@ def test_an_encoder_identity_is_the_hash_of_what_decides_an_embedding(tmp_path):
     digest = hashlib.sha256(json.dumps(expected, sort_keys=True).encode()).digest()
     assert es.encoder_identity(str(tmp_path), 6, 512, "bf16", "cuda:H100") == digest
     assert es.encoder_identity(str(tmp_path), "6", 512.0, "bf16", "cuda:H100") == digest  # numbers as numbers
+
+
+def test_the_file_layout_of_format_1(tmp_path, monkeypatch):
+    """What a later ragscale of the same FORMAT reads back: per entry its shape, truncation, a 128-bit
+    BLAKE2b of the weights then the vectors, the fp32 bytes; per key its last use in milliseconds since
+    the epoch and its size; the format and the payload total in meta."""
+    monkeypatch.setattr(es.time, "time", lambda: 1_700_000_000.25)
+    path = str(tmp_path / "e.sqlite")
+    e = emb(5, n=3, dim=4)
+    EmbeddingStore(path, 4).put_many([(key(5), e)])
+    db = sqlite3.connect(path)
+    (n, dim, truncated, digest, weights, vectors), = db.execute(
+        "SELECT n, dim, truncated, digest, weights, vectors FROM embeddings WHERE key = ?", (key(5),))
+    assert (n, dim, truncated) == (3, 4, 1) and (weights, vectors) == (e.weights.tobytes(), e.vectors.tobytes())
+    h = hashlib.blake2b(e.weights.tobytes(), digest_size=16)
+    h.update(e.vectors.tobytes())
+    assert digest == h.digest()
+    assert db.execute("SELECT used, size FROM lru WHERE key = ?", (key(5),)).fetchone() == (1_700_000_000_250, 60)
+    assert dict(db.execute("SELECT name, value FROM meta")) == {"format": es.FORMAT, "bytes": 60}
+
+
+def test_a_text_with_a_lone_surrogate_has_a_key_of_its_own():
+    assert text_key(b"i", "a\ud800b") != text_key(b"i", "ab") and len(text_key(b"i", "a\ud800b")) == 32
+    assert text_key(b"i", "a\ud800b") == hashlib.sha256(b"ia\xed\xa0\x80b").digest()
+
+
+def test_a_file_of_another_format_is_rebuilt(tmp_path):
+    path = str(tmp_path / "e.sqlite")
+    EmbeddingStore(path, 4).put_many([(key(1), emb(1))])
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE meta SET value = 2 WHERE name = 'format'")
+    db.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = EmbeddingStore(path, 4)
+    assert [str(w.message) for w in caught] == [f"embedding cache {path}: format 2, this ragscale writes format "
+                                                f"{es.FORMAT}; rebuilding it"]
+    assert store.enabled and store.errors == 1 and store.get_many([key(1)]) == ({}, 0)
+
+
+def test_a_file_that_is_not_a_database_is_counted_and_said(tmp_path):
+    path = tmp_path / "e.sqlite"
+    path.write_bytes(b"not sqlite" * 1000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = EmbeddingStore(str(path), 4)
+    assert [str(w.message) for w in caught] == [f"embedding cache {path}: file is not a database; rebuilding it"]
+    assert store.errors == 1 and store.enabled
+
+
+def test_a_store_that_cannot_open_says_so_and_holds_nothing(tmp_path):
+    (tmp_path / "file").write_text("x")
+    path = str(tmp_path / "file" / "e.sqlite")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = EmbeddingStore(path, 4)
+    (w,) = caught
+    assert str(w.message).startswith(f"embedding cache {path} cannot be opened (")
+    assert str(w.message).endswith("); encoding without it") and "File exists" in str(w.message)
+    assert store.errors == 1 and not store.enabled and store.payload_bytes() == 0
+
+
+def test_an_entry_whose_shape_does_not_fit_its_bytes_is_damaged(tmp_path):
+    path = str(tmp_path / "e.sqlite")
+    store = EmbeddingStore(path, 4)
+    store.put_many([(key(i), emb(i, n=3, dim=4)) for i in range(3)])
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE embeddings SET dim = 2 WHERE key = ?", (key(0),))  # the weights still fit n
+        db.execute("UPDATE embeddings SET n = 4 WHERE key = ?", (key(1),))
+    db.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found, _ = store.get_many([key(0), key(1), key(2)])
+        store.get_many([key(0)])
+    assert set(found) == {key(2)} and store.errors == 2
+    assert [str(w.message) for w in caught] == [f"embedding cache {path}: 2 damaged entries dropped"]
+
+
+def test_a_read_refreshes_an_entrys_last_use_at_most_once_a_minute(tmp_path, monkeypatch):
+    now = [1_000_000]
+    monkeypatch.setattr(es, "_clock", lambda: now[0])
+    path = str(tmp_path / "e.sqlite")
+    store = EmbeddingStore(path, 64)
+    keys = [key(i) for i in range(1000)]  # more than one statement's worth
+    store.put_many([(k, emb(1, n=1, dim=3)) for k in keys])
+
+    def used() -> set:
+        return {u for (u,) in sqlite3.connect(path).execute("SELECT used FROM lru")}
+
+    now[0] += es.TOUCH_MS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(store.get_many(keys)[0]) == 1000
+        assert used() == {1_000_000}  # a minute exactly: not yet
+        now[0] += 1
+        store.get_many(keys)
+        assert used() == {1_000_000 + es.TOUCH_MS + 1}
+
+
+def test_the_store_is_used_from_another_thread_than_the_one_that_opened_it(tmp_path):
+    """Ray runs an actor's methods on another thread than its constructor."""
+    import threading
+
+    store = EmbeddingStore(str(tmp_path / "e.sqlite"), 4)
+    out: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = threading.Thread(target=lambda: out.append((store.put_many([(key(1), emb(1))]), store.get_many([key(1)]))))
+        t.start()
+        t.join()
+    assert out[0][0][0] == entry_size(emb(1)) and set(out[0][1][0]) == {key(1)} and store.errors == 0
