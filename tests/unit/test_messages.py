@@ -64,6 +64,13 @@ RUN_CASES = [
     (["+scenario=custom", "judge.seed=1.5"], "judge.seed must be an integer, got '1.5'"),
     (["+scenario=custom", "steps=abc"], "steps must be a list ([a,b]), got 'abc'"),
     (["+scenario=custom", "trec.k_values=[a]"], "trec.k_values must be a list of integers ([1,2]), got '[a]'"),
+    (["+scenario=custom", "+limit=ten"], "limit must be an integer, got 'ten'"),
+    (["+scenario=custom", "significance.alpha=high"], "significance.alpha must be a number, got 'high'"),
+    (["+scenario=custom", "columns.question=[1]"], "columns.question must be a string, got '[1]'"),
+    (["+scenario=custom", "encoder.baseline=3"], "encoder.baseline must be a mapping ({x: 1}), got '3'"),
+    (["+scenario=custom", "significance=5"],
+     "significance must be a group of keys (e.g. significance.enabled=...), got '5'"),
+    (["+scenario=custom", "cluster.encoder.num_gpus=x"], "cluster.encoder.num_gpus must be a number, got 'x'"),
     # malformed overrides
     (["+scenario=custom", "limit"], "malformed override 'limit': expected key=value (e.g. limit=3)"),
     (["+scenario=custom", "=3"], "malformed override '=3': expected key=value (e.g. limit=3)"),
