@@ -147,3 +147,27 @@ def test_a_bare_value_and_credential_names_set_to_nothing():
     assert secret_paths({"api_key": "null", "token": None, "password": "", "secret": {}, "apikeys": [],
                          "auth_token": False}) == []
     assert secret_paths({"api_key": "NULL"}) == ["api_key"]  # only YAML's own null spelling is nothing
+
+
+PREFIX = ("judge.options.api_key_env must be the NAME of an environment variable holding the key "
+          "(e.g. OPENAI_API_KEY), never the key itself")
+UNSHOWN = " (the value given is not shown: it may be a key)"
+
+
+@pytest.mark.parametrize("env, tail", [
+    ("my key", ", got 'my key'"),                                   # short, no key's shape: shown
+    ("x-" * 19 + "ab", ", got '" + "x-" * 19 + "ab'"),               # 40 characters: shown
+    ("x-" * 20 + "a", UNSHOWN),                                     # 41: not shown
+    ("id-AbCdEfGh12345678", UNSHOWN),                               # a run of 16 letters and digits
+    ("id-abcdefghijklmnop", UNSHOWN),                               # ... of lower-case letters alone too
+    ("sk-" + "a1" * 24, UNSHOWN),                                   # an OpenAI key's shape
+    (12345, UNSHOWN),                                               # not text
+    ("k" + "a1b2" * 8, UNSHOWN),                                    # a name-like key: letters and digits mixed
+])
+def test_an_api_key_env_that_is_no_name_is_refused_and_a_key_never_shown(env, tail):
+    from ragscale.actors.engines.openai_endpoint import key_env
+
+    with pytest.raises(UserError) as e:
+        key_env(env)
+    assert str(e.value) == PREFIX + tail
+    assert key_env("OPENAI_API_KEY") == "OPENAI_API_KEY" and key_env("my_key_2") == "my_key_2"
