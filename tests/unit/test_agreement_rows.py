@@ -246,3 +246,32 @@ def test_a_jurys_judges_are_the_columns_under_its_name():
     assert ag.panel_members("RL_F", metrics) == ["RL_F@a", "RL_F@b"]
     assert ag.panel_members("RB_agg", metrics) == ["RB_agg@a"] and ag.panel_members("x", metrics) == ["x@RL_F"]
     assert ag.panel_members("RL_Fx", {"RL_F@a"}) == []
+
+
+def test_mtrag_human_values_are_reduced_by_each_metrics_aggregator(tmp_path):
+    """MT-RAG's human-evaluation layout: a categorical metric's labels mapped to their numbers and reduced
+    by its median, a numerical one by its mean, an explicit aggregator over its type; annotators given as
+    a bare value or an object; the system's and the composite's values are not a person's."""
+    labels = [{"value": name, "numeric_value": v} for name, v in (("No", 0), ("Partially", 0.5), ("Yes", 1))]
+    data = {"metrics": [
+        {"name": "faithful", "author": "human", "type": "categorical", "values": labels},
+        {"name": "quality", "author": "human", "type": "numerical"},
+        {"name": "natural", "author": "human", "type": "categorical", "aggregator": "average",
+         "values": [{"value": str(v), "numeric_value": v} for v in (1, 2, 3, 4)]},
+        {"name": "rl_f", "author": "algorithm", "type": "numerical"}],
+        "evaluations": [{"task_id": "t1", "model_id": "m", "annotations": {
+            "faithful": {"system": {"value": "Yes"}, "a": {"value": "No"}, "b": "No", "c": {"value": "Yes"}},
+            "quality": {"composite": 9, "a": 1, "b": {"value": 1}, "c": 4},
+            "natural": {"a": {"value": "1"}, "b": {"value": "1"}, "c": {"value": "4"}},
+            "rl_f": {"system": {"value": 0.4}}}}]}
+    path = tmp_path / "human.json"
+    path.write_text(json.dumps(data))
+    h = ag.read_human(str(path))
+    key = ("task", "t1", "m")
+    assert h.values[key] == {"faithful": 0.0, "quality": 2.0, "natural": 2.0}  # median of 0,0,1; means of 1,1,4
+    assert h.annotators[key] == {"faithful": 3, "quality": 3, "natural": 3}
+    assert h.scales == {"faithful": [0.0, 0.5, 1.0], "natural": [1.0, 2.0, 3.0, 4.0]}
+    data["metrics"] = []  # undeclared: every metric but the pseudo-annotators' values, each by its mean
+    path.write_text(json.dumps(data))
+    h = ag.read_human(str(path))
+    assert h.values[key]["quality"] == 2.0 and h.values[key]["natural"] == 2.0 and "rl_f" not in h.values[key]
