@@ -251,3 +251,27 @@ def test_the_console_lines_of_pairs_without_a_p_and_past_the_limit():
     assert len(significant_lines(s, limit=2)) == 2
     s["significance"]["correction"] = None
     assert significant_lines(s)[0] == "m1 > m2 on RB_agg: difference 0.0420 [0.0110, 0.0730], adjusted p = 0.003"
+
+
+@pytest.mark.parametrize("block, why", [
+    # the judge's own reasons, one alone
+    ({"judge_undefined_reasons": {"ragas_faithfulness": {"no statements": 3}}}, "RL_F undefined on 3/3 records: "
+     "no statements"),
+    # several: most frequent first, parse failures and engine errors among them
+    ({"judge_undefined_reasons": {"ragas_faithfulness": {"no statements": 1}},
+      "judge_parse_failures": {"ragas_faithfulness": 2}},
+     "RL_F undefined on 3/3 records: the judge's output could not be parsed (2), no statements (1)"),
+    ({"judge_engine_errors": {"ragas_faithfulness": 3}}, "RL_F undefined on 3/3 records: the judge engine failed"),
+    ({"judge_parse_failures": {"radbench": 3}}, "RL_F undefined on 3/3 records"),  # another judge's: not RL_F's
+    ({}, "RL_F undefined on 3/3 records"),
+])
+def test_why_a_headline_metric_has_no_value(block, why):
+    """Down the requirement tree to the metric whose inputs have values (HMean_idk -> RL_F_idk -> RL_F),
+    with the reasons its judge gave; errored records are not counted as scored."""
+    from ragscale.report.headline import undefined_reason
+
+    d = {"count": 4, "errors": 1, "n": {"HMean_idk": 0, "RL_F_idk": 0, "RL_F": 0, "RB_llm_idk": 3, "RB_agg_idk": 3,
+                                        "RB_llm": 3, "idk_eval": 3}, **block}
+    assert undefined_reason(d, "HMean_idk") == why
+    both = undefined_reason({**d, "n": {**d["n"], "RB_llm_idk": 0, "RB_llm": 0}}, "HMean_idk")
+    assert both.startswith("RL_F undefined on 3/3 records") and "; RB_llm undefined on 3/3 records" in both
