@@ -701,3 +701,23 @@ def test_ragas_033_faithfulness_is_043s():
 
     assert inspect.getsource(RagasOutputParser) in old
     assert "return 0.3 if n > 1 else 0.01" in _ragas_v033("src/ragas/llms/base.py")
+
+
+@pytest.mark.parametrize("value, out", [
+    (3, 3), (True, 1), (1e10, 10**10), (-2.0**62, -2**62), (2.0**63 - 1024, 2**63 - 1024),
+    (" 1_000 ", 1000), ("-7.000", -7), ("+4", 4),
+])
+def test_an_integer_field_as_pydantic_reads_it(value, out):
+    assert rp.validate(int, value, "output.verdict") == out
+
+
+@pytest.mark.parametrize("value, why", [
+    (2.0**63, "an integer too large"), (-2.0**63, "an integer too large"),
+    (0.5, "a number with a fractional part"), (float("nan"), "not a finite number"),
+    ("1_", "a string that is not an integer"), ("١٢", "a string that is not an integer"),
+    ("1.5", "a string that is not an integer"), (None, "NoneType, not an integer"),
+])
+def test_an_integer_field_that_is_no_integer_says_why(value, why):
+    with pytest.raises(ValueError) as e:
+        rp.validate(int, value, "output.verdict")
+    assert str(e.value) == f"output.verdict: {why}"
