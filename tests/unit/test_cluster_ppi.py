@@ -223,3 +223,33 @@ def test_the_command_takes_cluster_by(tmp_path):
 
     assert build_parser().parse_args(["r", "--human", "h"]).cluster_by == "conversation_id"
     assert build_parser().parse_args(["r", "--human", "h", "--cluster-by", "none"]).cluster_by == "none"
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_a_degenerate_ppi_estimate_falls_back_to_the_humans_alone(monkeypatch, clustered):
+    """When PPI++ gives a non-finite estimate, interval or p (a degenerate lambda), the difference is
+    the labelled tasks' own, with their clusters when there are any."""
+    import types
+
+    d, dhat, du = np.array([0.1, -0.2, 0.3, 0.05, 0.2]), np.array([0.4, 0.5, 0.7, 0.1, 0.3]), np.array([0.0, 1.0, 0.2])
+    c, cu = (np.array([0, 0, 1, 1, 2]), np.array([3, 4, 4])) if clustered else (None, None)
+    humans = ppi.difference(d, dhat, np.empty(0), 0.9, c, None if c is None else np.empty(0, dtype=np.int64))
+    real = ppi.ppi()
+    nan = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("_")})
+    nan.ppi_mean_pointestimate = lambda *a, **k: np.array([np.nan])
+    monkeypatch.setattr(ppi, "ppi", lambda: nan)
+    assert ppi.difference(d, dhat, du, 0.9, c, cu) == humans
+    assert humans[0] == pytest.approx(d.mean())
+
+
+def test_the_p_of_a_difference_without_spread_and_of_clustered_humans():
+    """No spread: p 0 for a difference that is not 0, 1 for one that is; the humans alone with clusters:
+    the CR1 t test's p on G - 1 degrees of freedom, not the normal's."""
+    none = np.empty(0)
+    assert ppi.difference(np.full(4, 0.2), np.full(4, 0.1), none, 0.95)[2] == 0.0
+    assert ppi.difference(np.zeros(4), np.zeros(4), none, 0.95)[2] == 1.0
+    d = np.array([0.3, 0.1, -0.1, 0.4, 0.2, 0.0])
+    c = np.array([0, 0, 1, 1, 2, 2])
+    mean, _, p = ppi.difference(d, d, none, 0.95, c, np.empty(0, dtype=np.int64))
+    se = math.sqrt(cr1_variance(d, c))
+    assert p == pytest.approx(2 * t.sf(abs(mean) / se, 2)) and p != pytest.approx(2 * norm.sf(abs(mean) / se))
