@@ -24,6 +24,7 @@ def test_file_names():
     long = "m" * 100
     assert safe.file_name(long, set()) == f"{'m' * safe.MAX_STEM}-{sha(long)[:8]}.csv"
     assert safe.file_name("\ud800", set()) == f"model-{sha(chr(0xD800))[:8]}.csv"
+    assert safe.file_name("XL-model-X", set()) == "XL-model-X.csv"  # only dots, dashes and underscores are trimmed
 
 
 def test_a_taken_digest_grows_until_free():
