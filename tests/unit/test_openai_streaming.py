@@ -194,3 +194,23 @@ def test_judge_actor_streams_to_the_rounds_rows(server, tmp_path):
     assert counters["judge_generations"] > len(rows) and not counters.get("judge_engine_errors")
     metrics = [r["metrics"] for r in rs]
     assert any(m["RL_F"] is not None for m in metrics) and all(m["idk_eval"] is not None for m in metrics)
+
+
+def test_each_streamed_batch_counts_the_requests_it_made(server, tmp_path):
+    """run.json's HTTP counters are the engine's: each batch adds what the engine counted since the
+    batch before (the streaming engine counts across batches)."""
+    from ragscale.actors.judge import JudgeActor
+
+    srv = server(judge_answer)
+    kwargs = resolve_engine({"engine": "openai", "model": "judge-model", "seed": 0, "options": {
+        "base_url": srv.url, "backoff_s": 0.01, "backoff_max_s": 0.02, "concurrency": 4}}, {})
+    actor = JudgeActor(kwargs, ["idk"], str(tmp_path / "c.sqlite"), streaming=True)
+    rows = mtrag_rows()
+    first = actor.process(copy.deepcopy(rows[:2]))
+    after_first = dict(actor.engine.total_stats)
+    second = actor.process(copy.deepcopy(rows[2:]))
+    total = actor.engine.total_stats
+    actor.engine.close()
+    assert first["judge_http_requests"] == after_first["requests"] > 0
+    assert second["judge_http_requests"] == total["requests"] - after_first["requests"] > 0
+    assert first.get("judge_http_retries", 0) + second.get("judge_http_retries", 0) == total["http_retries"]
