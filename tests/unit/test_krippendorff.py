@@ -177,3 +177,15 @@ def test_rejects_bad_input():
         alpha(np.array([[1.0, -1.0], [1.0, 2.0]]), "ratio")
     with pytest.raises(ValueError, match="distinct values"):
         coincidences(np.random.default_rng(0).random((2, 3000)))
+
+
+@pytest.mark.parametrize("data, level, message", [
+    ([[1.0, np.inf], [1.0, 2.0]], "interval", "reliability data must be finite or NaN (missing)"),
+    ([[1.0, -2.0], [1.0, 2.0]], "ratio", "the ratio level needs values >= 0"),
+    ([1.0, 2.0], "interval", "reliability data must be a 2-D (coders × units) array, got shape (2,)"),
+    ([[1.0, 2.0], [1.0, 2.0]], "cardinal", "level must be one of nominal, ordinal, interval, ratio, got 'cardinal'"),
+])
+def test_bad_reliability_data_says_what_is_wrong(data, level, message):
+    with pytest.raises(ValueError) as e:
+        alpha(np.array(data), level)
+    assert str(e.value) == message
