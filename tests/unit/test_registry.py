@@ -187,3 +187,49 @@ def test_the_registry_is_a_leaf_every_layer_may_import():
         found |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert {m for m in found if m.startswith("ragscale")} <= allowed, module.__name__
         assert not {m.split(".")[0] for m in found} & {"ray", "torch", "vllm", "transformers", "llama_cpp"}
+
+
+@pytest.fixture
+def holder(tmp_path, monkeypatch):
+    """A home module on sys.path that registers into a registry built after it is written, and a lazy
+    target that notes when it is imported."""
+    hold = types.ModuleType("zz_holder")
+    hold.IMPORTED = []
+    monkeypatch.setitem(sys.modules, "zz_holder", hold)
+    (tmp_path / "zz_home.py").write_text("import zz_holder\nzz_holder.REG.register('thing', 'own', 42)\n"
+                                         "zz_holder.REG.register('thing', 'later', lazy='zz_target:VALUE')\n")
+    (tmp_path / "zz_target.py").write_text("import zz_holder\nzz_holder.IMPORTED.append('target')\nVALUE = 7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("zz_home", "zz_target"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return hold
+
+
+@pytest.mark.parametrize("eager", [False, True])
+def test_a_kinds_home_registers_its_own_on_the_first_lookup(holder, eager):
+    holder.REG = reg = Registry((Kind("thing", "thing", "things", "zz_home", eager=eager),))
+    assert reg.table("thing") == {}  # nothing loaded yet
+    assert reg.names("thing") == ["own", "later"]
+    assert holder.IMPORTED == (["target"] if eager else [])  # an eager kind imports its own lazy entries at once
+    assert reg.get("thing", "own") == 42 and reg.get("thing", "later") == 7 and holder.IMPORTED == ["target"]
+
+
+def test_what_register_returns():
+    reg = scratch()
+
+    @reg.register("thing", "f")
+    def f():
+        return "f"
+
+    assert f() == "f" and reg.get("thing", "f") is f  # the decorator gives back what it decorates
+    assert reg.register("thing", "n", 5) == 5
+    lazy = reg.register("thing", "j", lazy="json")
+    assert lazy != "json" and lazy.target == "json" and reg.table("thing")["j"] is lazy
+
+
+def test_a_plugin_module_without_spec_tuples_registers_by_its_calls():
+    mod = types.ModuleType("zz_plain_plugin")  # no JUDGE_SPECS / SINK_SPECS
+    reg = Registry((Kind("judge", "judge", "judges", HOME), Kind("sink", "report sink", "report sinks", HOME)),
+                   plugins=lambda: (mod,))
+    reg.register("judge", "mine", 1)
+    assert reg.names("judge") == ["mine"] and reg.names("sink") == []
