@@ -21,14 +21,22 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ragscale.errors import UserError
-from ragscale.report.agreement_io import (ALL, HumanRatings, plot, read_human, resampling_unit, to_markdown,
-                                          write_outputs)
+from ragscale.report.agreement_io import (ALL, HumanRatings, read_human, resampling_unit, to_markdown,
+                                          write_tables)
+from ragscale.report.agreement_plot import plot
 from ragscale.stats.agreement import (MAX_CATEGORIES, STATS, accuracy, cohen_kappa, is_binary,
                                              is_categorical, kendall_tau_b, spearman, statistics_for)
 
 __all__ = ["ALL", "MAX_CATEGORIES", "STATS", "HumanRatings", "accuracy", "agreement", "cohen_kappa",
            "is_binary", "is_categorical", "kendall_tau_b", "parse_pairs", "plot", "read_human", "spearman",
            "statistics_for", "to_markdown", "write_outputs"]
+
+
+def write_outputs(result: dict, out_dir: str) -> dict[str, str]:
+    """agreement.json, agreement.csv, agreement.md and agreement.png in ``out_dir``; their paths."""
+    paths = write_tables(result, out_dir)
+    plot(result, paths["png"])
+    return paths
 
 
 def run_keys(rec: dict) -> list[tuple]:

@@ -275,3 +275,26 @@ def test_mtrag_human_values_are_reduced_by_each_metrics_aggregator(tmp_path):
     path.write_text(json.dumps(data))
     h = ag.read_human(str(path))
     assert h.values[key]["quality"] == 2.0 and h.values[key]["natural"] == 2.0 and "rl_f" not in h.values[key]
+
+
+def test_the_files_written(result, tmp_path):
+    import csv
+
+    from ragscale.stats.agreement import STATS
+
+    paths = ag.write_outputs(result, str(tmp_path / "out"))
+    assert paths == {k: str(tmp_path / "out" / f"agreement.{k}") for k in ("json", "csv", "md", "png")}
+    assert json.loads((tmp_path / "out" / "agreement.json").read_text()) == json.loads(json.dumps(result))
+    assert (tmp_path / "out" / "agreement.md").read_text() == ag.to_markdown(result) + "\n"
+    assert (tmp_path / "out" / "agreement.png").read_bytes()[:4] == b"\x89PNG"
+    with open(paths["csv"], newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["human", "metric", "model", "n", "excluded_error", "excluded_null", "annotators_mean",
+                       *(f"{s}{x}" for s in STATS for x in ("", "_ci_low", "_ci_high"))]
+    assert len(rows) == 1 + len(result["rows"])
+    first, a = result["rows"][1], rows[2]  # model a on judge
+    assert a[:7] == ["judge", "judge", "a", "3", "0", "0", str(first["annotators_mean"])]
+    spearman = first["spearman"]
+    assert a[7:10] == [str(spearman["value"]), *(str(v) for v in spearman["ci"])]
+    empty = rows[5]  # judge@x for "?": no value, no statistic
+    assert empty[:7] == ["judge", "judge@x", "?", "0", "0", "1", ""] and set(empty[7:]) == {""}
