@@ -3,8 +3,9 @@ or labels on the same records, per model and overall, with bootstrap confidence 
 
 This module pairs a run's records with the human ratings and builds the result; the statistics
 (Spearman, Kendall tau-b, Cohen's kappa, accuracy, bootstrap CIs) live in
-:mod:`ragscale.stats.agreement`, reading human files and writing agreement.{json,csv,md,png}
-in :mod:`ragscale.report.agreement_io`; their public names are importable from here too.
+:mod:`ragscale.stats.agreement`, reading human files and writing agreement.{json,csv,md} in
+:mod:`ragscale.report.agreement_io`, the figure (agreement.png) in :mod:`ragscale.report.agreement_plot`;
+their public names are importable from here too.
 Which statistics apply (kappa: both sides categorical; accuracy: both binary) is decided once
 per metric pair, on all its records. A metric a judge panel scored (a jury) is followed by each of
 its judges (``<metric>@<judge>``), so the jury's and every judge's agreement are side by side.
