@@ -254,3 +254,29 @@ def test_a_judge_name_with_the_column_separator_is_refused(name):
         plan_judges(settings, ["RB_llm"], {})
     assert str(e.value) == (f"judge_panel: a judge name may not contain '@' (it separates metric and judge in the "
                             f"<metric>@<judge> columns), got {name!r}")
+
+
+@pytest.mark.parametrize("names, metrics, message", [
+    (["nope"], None, "panel_metrics: unknown metric 'nope'; `ragscale metrics` lists every metric with its aliases"),
+    (["faithfulness", "nope"], None, "panel_metrics: unknown metric 'nope'; `ragscale metrics` lists every metric "
+                                     "with its aliases"),
+    (["RougeL"], None, "panel_metrics: 'RougeL' is not a judged metric; a panel scores judged metrics (this run's: "
+                       "idk_eval, RL_F, RB_llm) or all"),
+    (["RougeL"], ["Recall"], "panel_metrics: 'RougeL' is not a judged metric; a panel scores judged metrics (this "
+                             "run's: none) or all"),
+    (["response_relevancy"], None, "panel_metrics: 'response_relevancy' cannot go on a judge panel: the relevancy "
+                                   "stage computes it from embeddings of its judge's generated questions, not from a "
+                                   "judge's score"),
+    (["umbrela_scores"], None, "judge_panel is set but this run computes none of panel_metrics (umbrela_scores); its "
+                               "judged metrics: idk_eval, RL_F, RB_llm, answer_relevancy (or panel_metrics=[all])"),
+    (["umbrela_scores", "RB_llm"], ["Recall", "RL_F"], "judge_panel is set but this run computes none of "
+                                                       "panel_metrics (umbrela_scores, RB_llm); its judged metrics: "
+                                                       "RL_F (or panel_metrics=[all])"),
+    (["RB_llm"], ["Recall"], "judge_panel is set but this run computes none of panel_metrics (RB_llm); its judged "
+                             "metrics: none (or panel_metrics=[all])"),
+])
+def test_a_panel_that_cannot_be_planned_says_why_in_full(names, metrics, message):
+    settings = JudgeSettings(judge={}, panel=({"name": "a"},), panel_metrics=tuple(names))
+    with pytest.raises(UserError) as e:
+        plan_judges(settings, metrics or ["Recall", "idk_eval", "RL_F", "RB_llm", "answer_relevancy"], {})
+    assert str(e.value) == message
