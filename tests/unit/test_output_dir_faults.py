@@ -343,3 +343,29 @@ def test_a_signal_stops_a_sweep_before_its_next_job(tmp_path):
                           f"output_dir={tmp_path / 'sweep'}"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 143, res.stdout + res.stderr
     assert res.stdout.rstrip().splitlines()[-1] == "jobs [1]"
+
+
+def test_a_lock_file_that_stays_unreadable_is_refused_after_a_wait(tmp_path, monkeypatch):
+    """Not ragscale's, or left half-written: looked at again for WAIT_S (it may be being written), then
+    a one-line refusal saying which file to remove."""
+    monkeypatch.setattr(lock, "WAIT_S", 0.2)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / lock.LOCK_NAME).write_text("not a lock")
+    start = time.monotonic()
+    with pytest.raises(UserError) as e:
+        lock.acquire(str(out))
+    assert time.monotonic() - start >= 0.2
+    assert str(e.value) == (f"output_dir {out} holds a lock file that is not ragscale's or was left half-written "
+                            f"({out / lock.LOCK_NAME}); if no run is using output_dir, remove that file")
+
+
+def test_another_threads_lock_is_refused_naming_this_process(tmp_path):
+    out = str(tmp_path / "out")
+    refused: list = []
+    with lock.OutputDirLock(out):
+        t = threading.Thread(target=lambda: refused.append(pytest.raises(UserError, lock.acquire, out).value))
+        t.start()
+        t.join()
+    assert str(refused[0]).startswith(f"output_dir {out} is in use by the run started ")
+    assert str(refused[0]).endswith(f" on host {HOST}, pid {os.getpid()}; wait for it, or use another output_dir")
