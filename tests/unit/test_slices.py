@@ -263,3 +263,40 @@ def test_the_reports_slice_tables():
     assert table["rows"][1]["cells"] == [none, none, {"text": "0.7000 (12)", "title": "n=12"}]
     assert table["rows"][2]["cells"] == [none, none, none]
     assert slices_context({"slices": {"fields": "?"}}) is None and slices_context({}) is None
+
+
+def test_a_runs_summary_blocks_and_what_they_print():
+    """The report pass's blocks: intervals for the models with a scored record, the slices by the run's
+    settings (their min_n, what the run's significance block says overall), the jury's, and one line each."""
+    from types import SimpleNamespace
+
+    from ragscale.report.jury import JuryValues
+    from ragscale.report.slices import summary_blocks
+
+    rng = np.random.default_rng(3)
+    records = sweep(rng, {"Cloud": 0.12, "FiQA": 0.12, "Govt": -0.15}, convs=90)
+    values = fed(records)
+    overall = compare(["m1", "m2"], values, SETTINGS)
+    summary = {"metrics": ["RB_agg"], "significance": overall,
+               "models": {"m1": {"count": 10, "errors": 0, "metrics": {"RB_agg": 0.6}, "n": {"RB_agg": 10}},
+                          "m2": {"count": 10, "errors": 0, "metrics": {"RB_agg": 0.5}, "n": {"RB_agg": 10}},
+                          "m3": {"count": 2, "errors": 2, "metrics": {}, "n": {}}}}
+    jury = JuryValues({"RB_llm": ["a", "b"]})
+    for i in range(4):
+        jury.add({"task_id": f"t{i}", "model_id": "m1", "metrics": {"RB_llm@a": [0.25 * i], "RB_llm@b": [0.25 * i]}})
+    lines: list[str] = []
+    settings = SimpleNamespace(significance=SETTINGS, slices=SimpleNamespace(by=["Collection"], min_n=10))
+    out = summary_blocks(summary, values, jury, settings, lines.append)
+    assert list(out["intervals"]["models"]) == ["m1", "m2"]  # m3 has no scored record
+    block = out["slices"]
+    assert block["min_n"] == 10 and block["tests"] == 9
+    assert any(f["overall"] == "m1 significantly better overall" for f in block["findings"])
+    assert lines[0] == (f"[ragscale] slices: 9 slice test(s) of RB_agg by Collection; {len(block['findings'])} where a "
+                        "model is significantly worse (Benjamini-Hochberg)")
+    assert lines[1].startswith("[ragscale] jury on RB_llm: Krippendorff's alpha 1.00 (ordinal, 2 judges, 4 records)")
+    small = summary_blocks(summary, values, None, SimpleNamespace(significance=SETTINGS,
+                                                                 slices=SimpleNamespace(by=["Collection"], min_n=200)),
+                           lines.append)
+    assert small["slices"]["tests"] == 0 and "jury" not in small  # no slice has 200 tasks
+    assert "slices" not in summary_blocks(summary, values, None, SimpleNamespace(significance=SETTINGS,
+                                                                                 slices=SimpleNamespace(by=[])))
