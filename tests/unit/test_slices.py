@@ -300,3 +300,25 @@ def test_a_runs_summary_blocks_and_what_they_print():
     assert small["slices"]["tests"] == 0 and "jury" not in small  # no slice has 200 tasks
     assert "slices" not in summary_blocks(summary, values, None, SimpleNamespace(significance=SETTINGS,
                                                                                  slices=SimpleNamespace(by=[])))
+
+
+@pytest.mark.parametrize("block, expected", [
+    ({"models": {"m1": {"RB_agg": {"mean": 0.5, "ci": [0.4, 0.6]}}}}, (0.4, 0.6)),
+    ({"models": {"m1": {"RB_agg": {"mean": 0.5, "ci": [0, 1]}}}}, (0.0, 1.0)),
+    ({"models": {"m1": {"RB_agg": {"mean": 0.5, "ci": [0.4]}}}}, None),
+    ({"models": {"m1": {"RB_agg": {"mean": 0.5, "ci": [0.4, "0.6"]}}}}, None),
+    ({"models": {"m1": {"RB_agg": {"mean": 0.5, "ci": [True, 0.6]}}}}, None),
+    ({"models": {"m1": {"RB_agg": {"mean": 0.5, "ci": None}}}}, None),
+    ({"models": {"m1": {"RB_agg": [0.4, 0.6]}}}, None),
+    ({"models": {"m1": {}}}, None),
+    ({"models": {}}, None),
+    ({}, None),
+    ("intervals", None),
+])
+def test_the_interval_kept_for_a_models_mean(block, expected):
+    from ragscale.report.slices import kept_interval, unit_text
+
+    got = kept_interval(block, "m1", "RB_agg")
+    assert got == expected and (got is None or all(isinstance(v, float) for v in got))
+    assert unit_text({"unit": {"text": "resampled by conversation"}}) == "resampled by conversation"
+    assert unit_text({"unit": {"text": 3}}) is None and unit_text({"unit": "x"}) is None and unit_text(None) is None
