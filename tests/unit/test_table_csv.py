@@ -72,3 +72,27 @@ def test_a_header_row_that_cannot_be_read_is_one_line(tmp_path):
     with pytest.raises(UserError) as e:
         header(p)
     assert str(e.value).startswith(f"{p}: line 1: the header row is unreadable (")
+
+
+def test_a_csv_is_written_once_as_jsonl_under_the_runs_inputs(tmp_path):
+    """ragscale.io.inputs.materialize_csv: one JSON line per row in output_dir/inputs/<tag>.jsonl (the
+    folder made if needed); a file name too long for the file system keeps 60 characters of its stem and
+    its tag's hash; other formats pass through."""
+    import hashlib
+
+    from ragscale.io.inputs import materialize_csv, resolve_inputs
+
+    short = _csv(tmp_path, "question,answer\nq1,a1\nq2,é\n", "t.csv")
+    long = _csv(tmp_path, "question,answer\nq,a\n", "x" * 240 + ".csv")
+    other = tmp_path / "in.jsonl"
+    other.write_text('{"question": "q"}\n')
+    files = resolve_inputs([short, long, str(other)])
+    out = materialize_csv(files, str(tmp_path / "run"))
+    digest = hashlib.sha1(long.encode()).hexdigest()[:8]
+    assert [f.data for f in out] == [str(tmp_path / "run" / "inputs" / f"{files[0].tag}.jsonl"),
+                                     str(tmp_path / "run" / "inputs" / f"{'x' * 60}-{digest}.jsonl"), None]
+    assert out[2] == files[2]
+    assert (tmp_path / "run" / "inputs" / f"{files[0].tag}.jsonl").read_text(encoding="utf-8") == (
+        '{"question": "q1", "answer": "a1"}\n{"question": "q2", "answer": "é"}\n')
+    assert sorted(p.name for p in (tmp_path / "run" / "inputs").iterdir()) == sorted(
+        [f"{files[0].tag}.jsonl", f"{'x' * 60}-{digest}.jsonl"])  # no temporary file left
