@@ -91,6 +91,15 @@ RUN_CASES = [
     (["-m", "+scenario=custom", "limt=1,2"], "unknown key 'limt' (did you mean 'limit'?)"),
     (["+scenario=custom", "judge=local,locl", "-m"], f"unknown judge 'locl' (did you mean 'local'?); available: {JUDGES}"),
     (["-m", "+scenario=custom", "limit=1,x"], "limit must be an integer, got 'x'"),
+    (["-m", "+scenario=custom", "limit"], "malformed override 'limit': expected key=value (e.g. limit=3)"),
+    (["-m", "+scenario=custom", "limit=1,2", "html_report=true,maybe"],
+     "html_report must be true or false, got 'maybe'"),  # the second key's values, the first at its first
+    (["+scenario=custom", "k_value=[1]"], "unknown key 'k_value' (did you mean 'trec.k_values'?)"),
+    (["+scenario=custom", "num_gpus=1"], "unknown key 'num_gpus' (did you mean 'cluster.encoder.num_gpus', "
+                                         "'cluster.judge.num_gpus' or 'cluster.nli.num_gpus'?)"),
+    (["+scenario=custom", "cluster.judge.num_gpu=1"],
+     "unknown key 'cluster.judge.num_gpu' (did you mean 'cluster.judge.num_gpus'?)"),
+    (["+scenario=custom", "tracking=nope"], "unknown tracking 'nope' (did you mean 'none'?); available: mlflow, none"),
     (["-m", "+scenario=custm,mtrag"], f"unknown scenario 'custm' (did you mean 'custom'?); available: {SCENARIOS}"),
     (["+scenario=custom", "-m", "--cfg", "job"], "-m and --cfg cannot be combined: give one of -m, --cfg, --info"),
     # an unknown flag
