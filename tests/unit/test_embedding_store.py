@@ -138,8 +138,11 @@ def test_two_processes_write_at_once_without_errors_or_corrupt_reads(tmp_path):
 def test_a_file_that_is_not_a_database_is_rebuilt(tmp_path):
     path = tmp_path / "e.sqlite"
     path.write_bytes(b"this is not sqlite" * 1000)
-    with pytest.warns(RuntimeWarning, match="rebuilding"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         store = EmbeddingStore(str(path), 4)
+    assert [str(w.message) for w in caught] == [f"embedding cache {path}: file is not a database; rebuilding it"]
+    assert caught[0].category is RuntimeWarning and store.errors == 1  # counted
     assert store.enabled and store.put_many([(key(1), emb(1))])[0] > 0
     assert same(store.get_many([key(1)])[0][key(1)], emb(1))
 
@@ -197,8 +200,14 @@ def test_damaged_entries_read_as_misses_and_are_dropped(tmp_path):
 def test_unusable_path_disables_the_store(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.warns(RuntimeWarning, match="encoding without it"):
-        store = EmbeddingStore(str(blocker / "sub" / "e.sqlite"), 4)
+    path = str(blocker / "sub" / "e.sqlite")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = EmbeddingStore(path, 4)
+    (w,) = caught
+    assert w.category is RuntimeWarning and str(w.message).startswith(f"embedding cache {path} cannot be opened (")
+    assert str(w.message).endswith("); encoding without it") and "Not a directory" in str(w.message)
+    assert store.errors == 1 and store.payload_bytes() == 0
     assert not store.enabled and store.get_many([key(1)]) == ({}, 0) and store.put_many([(key(1), emb(1))]) == (0, 0)
 
 

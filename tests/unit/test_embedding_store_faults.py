@@ -231,28 +231,6 @@ def test_a_file_of_another_format_is_rebuilt(tmp_path):
     assert store.enabled and store.errors == 1 and store.get_many([key(1)]) == ({}, 0)
 
 
-def test_a_file_that_is_not_a_database_is_counted_and_said(tmp_path):
-    path = tmp_path / "e.sqlite"
-    path.write_bytes(b"not sqlite" * 1000)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        store = EmbeddingStore(str(path), 4)
-    assert [str(w.message) for w in caught] == [f"embedding cache {path}: file is not a database; rebuilding it"]
-    assert store.errors == 1 and store.enabled
-
-
-def test_a_store_that_cannot_open_says_so_and_holds_nothing(tmp_path):
-    (tmp_path / "file").write_text("x")
-    path = str(tmp_path / "file" / "e.sqlite")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        store = EmbeddingStore(path, 4)
-    (w,) = caught
-    assert str(w.message).startswith(f"embedding cache {path} cannot be opened (")
-    assert str(w.message).endswith("); encoding without it") and "File exists" in str(w.message)
-    assert store.errors == 1 and not store.enabled and store.payload_bytes() == 0
-
-
 def test_an_entry_whose_shape_does_not_fit_its_bytes_is_damaged(tmp_path):
     path = str(tmp_path / "e.sqlite")
     store = EmbeddingStore(path, 4)
