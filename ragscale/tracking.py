@@ -161,11 +161,12 @@ def resolve_uri(conf_uri: str | None, cwd: str | None = None) -> str:
 
 
 def display_uri(uri: str) -> str:
-    """``uri`` as it may be printed: a password in it (from $MLFLOW_TRACKING_URI) shown as ``***``."""
+    """``uri`` as it may be printed: a password in it (from $MLFLOW_TRACKING_URI) shown as ``***``, in every
+    ``:password@`` of it."""
     parts = urlsplit(uri) if "://" in uri else None
     if parts is None or parts.password is None:
         return uri
-    return uri.replace(f":{parts.password}@", ":***@", 1)
+    return uri.replace(f":{parts.password}@", ":***@")
 
 
 def _artifact_location(uri: str, experiment: str) -> str | None:

@@ -114,12 +114,15 @@ def test_nothing_missing_or_an_engine_without_extra_gives_no_message(monkeypatch
     assert refusal([("idk_eval", "openai"), ("Recall", "lexical")]) is None
 
 
-def test_a_long_list_of_metrics_is_shortened(monkeypatch):
+@pytest.mark.parametrize("count, listed", [
+    (5, "m0, m1, m2, m3, m4 need"), (6, "m0, m1, m2, m3 and 2 more need"), (12, "m0, m1, m2, m3 and 8 more need"),
+])
+def test_a_long_list_of_metrics_is_shortened_past_five(monkeypatch, count, listed):
     from ragscale.extras import refusal
 
     hide(monkeypatch, "llama_cpp")
-    names = [f"m{i}" for i in range(12)]
-    assert refusal([(n, "llama.cpp") for n in names]).startswith("m0, m1, m2, m3 and 8 more need llama-cpp-python:")
+    names = [f"m{i}" for i in range(count)]
+    assert refusal([(n, "llama.cpp") for n in names]).startswith(f"{listed} llama-cpp-python:")
 
 
 def test_vllm_points_to_the_gpu_extra(monkeypatch):

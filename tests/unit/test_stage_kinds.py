@@ -90,3 +90,15 @@ def test_each_stage_produces_and_needs_exactly_its_catalog_metrics():
     assert of["derive"] and stages["derive"].produces == of["derive"]
     required = {r for m in of["derive"] for r in lookup(m).requires} - of["derive"]
     assert required and stages["derive"].needs == required
+
+
+def test_the_kinds_are_listed_by_name_in_order_then_name(monkeypatch):
+    monkeypatch.setattr(stage_kinds, "_KINDS", {})
+
+    def build(plan):
+        return []
+
+    for name, order in (("late", 50), ("b", 10), ("a", 10)):
+        assert stage_kind(name, order=order)(build) is build
+    assert [(k.name, k.order, k.build) for k in stage_kinds.stage_kinds()] == [
+        ("a", 10, build), ("b", 10, build), ("late", 50, build)]
