@@ -200,7 +200,7 @@ def option_problem(group: str, value: str) -> str | None:
     if value in options:
         return None
     near = closest(value, options)
-    return (f"unknown {GROUP_NOUNS.get(group, group)} {value!r}{f' (did you mean {near!r}?)' if near else ''}; "
+    return (f"unknown {GROUP_NOUNS[group]} {value!r}{f' (did you mean {near!r}?)' if near else ''}; "
             f"available: {', '.join(options)}")
 
 
@@ -303,11 +303,12 @@ _HYDRA_MESSAGES = (
     (r"Could not append to config\. An item is already at '(.+?)'",
      lambda m, e, o: f"{m[1]} is already set: use {m[1]}={_given(m[1], o)[1]} (without +)"),
     (r"Error merging override (.+?)=(.*)", _bad_type),
-    (r"Ambiguous value for argument '(.+?)'", _sweep),
+    (r"Ambiguous value for argument '(.+)'$", _sweep),  # the whole override, quotes and all
     (r"Sweep parameters '(.+?)' requires --multirun", _sweep),
     (r"Multiple values for (\w+)\.", _twice),
     (r"(\w+) appears more than once in the final defaults list", _twice),
-    (r"In '.*?': Could not (?:find|load) '(\w+)/(.+?)'", lambda m, e, o: option_problem(m[1], m[2])),
+    (r"In '.*?': Could not (?:find|load) '(\w+)/(.+?)'",  # ragscale's groups; Hydra's own (hydra/...): generic
+     lambda m, e, o: option_problem(m[1], m[2]) if m[1] in GROUP_NOUNS else None),
     (r"Config group override must be a string or a list", _no_name),
 )
 
