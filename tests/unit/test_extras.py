@@ -289,3 +289,41 @@ def test_the_test_session_has_its_own_cache_folder():
     assert os.path.basename(here).startswith("ragscale-test-cache-")
     assert os.path.dirname(here) == tempfile.gettempdir()
     assert cache_dir(environ={k: v for k, v in os.environ.items() if k != "RAGSCALE_CACHE_DIR"}) != here
+
+
+# --- what a run needs ---------------------------------------------------------------------------
+
+def run_conf(engine: str = "llama.cpp", panel=()):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(judge=SimpleNamespace(engine=engine),
+                           judge_panel=[SimpleNamespace(name=n, engine=e) for n, e in panel])
+
+
+def test_a_run_needs_its_model_stages_the_consistency_encoder_and_every_judge_engine():
+    from ragscale.extras import run_needs
+
+    needs = run_needs(run_conf(panel=[("b", "openai")]), ["algorithmic", "consistency", "judge"],
+                      ["BertscoreP", "Recall", "answer_relevancy"], encoder_embeds=True)
+    assert needs == [("BertscoreP", "encoder"), ("consistency", "encoder"), ("answer_relevancy", "encoder"),
+                     ("answer_relevancy", "llama.cpp"), ("judge_panel member b", "openai")]
+    # an embeddings endpoint instead of the encoder; no consistency step; no judged metric: no engine
+    assert run_needs(run_conf(panel=[("b", "openai")]), ["judge"], ["answer_relevancy"], encoder_embeds=False) == [
+        ("answer_relevancy", "llama.cpp"), ("judge_panel member b", "openai")]
+    assert run_needs(run_conf(), ["consistency"], ["Recall"], encoder_embeds=True) == [("consistency", "encoder")]
+
+
+def test_a_run_with_the_consistency_step_is_refused_without_torch(monkeypatch):
+    from ragscale.extras import check_extras
+
+    hide(monkeypatch, *TORCH)
+    with pytest.raises(UserError) as e:
+        check_extras(run_conf(), ["consistency"], ["Recall"], encoder_embeds=False)
+    assert str(e.value).startswith('consistency needs torch and transformers: pip install "ragscale[models]"')
+
+
+def test_a_module_whose_parent_package_is_missing_is_not_found():
+    from ragscale.extras import _found
+
+    assert _found("json") is True
+    assert _found("no_such_package_ragscale_test.sub") is False
