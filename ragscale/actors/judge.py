@@ -142,7 +142,7 @@ class JudgeActor:
         return text, dropped
 
     def settle(self, step: tuple[JudgePrompt, Any], attempt: int, text: str, error: str | None,
-               stats: JudgeStats, dropped: int = 0) -> tuple[bool, Any, str, int] | None:
+               stats: JudgeStats, dropped: int) -> tuple[bool, Any, str, int] | None:
         """A step's answer from the output of its ``attempt``: (True, parsed value, raw text,
         characters dropped), or (False, reason, raw text, dropped) for an engine error or a parse
         failure (the parser raising anything counts as one) with no re-ask left; None when the
@@ -164,7 +164,7 @@ class JudgeActor:
         for r, row in enumerate(rows):
             inp = judge_input(self.own_view(row))  # the record as every judge of the phase reads it, with the metrics so far
             for spec in specs:
-                opts = self.options.get(spec.name, {})
+                opts = self.options[spec.name]  # __init__ gave each of the actor's judges its entry
                 ph.start((r, spec.name), lambda s=spec, o=opts: s.start(inp, **o))
         return ph
 
@@ -276,7 +276,7 @@ class JudgeActor:
         text, dropped = self.take(judge, text, stats)
         return text, None, dropped
 
-    def _done(self, n: int = 1) -> None:
+    def _done(self, n: int) -> None:
         """The engines' callback: ``n`` more prompts of the current call finished."""
         self.tick(done=n)
 
