@@ -155,11 +155,14 @@ def _suggest(parts: list[str], i: int, kids: dict[str, Any]) -> list[str]:
 
 def key_problem(key: str, override: str, added: bool = False) -> str | None:
     """What is wrong with setting ``key`` (None when the schema has it): an unknown key with the
-    closest one, or a new key of a mapping that needs ``+`` (``added``: it has one)."""
+    closest one, a new key of a mapping that needs ``+`` (``added``: it has one), or, for a
+    removal (``~key``), a mapping's key that is not there."""
     parts, t = key.split("."), _root()
     for i, part in enumerate(parts):
         kids = _children(t)
         if kids is None:
+            if (get_origin(t) is dict or t is dict) and override.startswith("~"):
+                return f"{key} is not set: ~ removes only a key the config has"
             if (get_origin(t) is dict or t is dict) and not added:
                 return f"use +{override.lstrip('+')} ({'.'.join(parts[:i])} takes new keys with +)"
             return None

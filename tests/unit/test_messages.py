@@ -53,6 +53,8 @@ RUN_CASES = [
     (["+scenario=custom", "zzz=1"], "unknown key 'zzz' (ragscale run --help lists the main keys)"),
     (["+scenario=custom", "~limt"], "unknown key 'limt' (did you mean 'limit'?)"),
     (["+scenario=custom", "~limit"], "limit cannot be removed: set it instead (limit=null)"),
+    (["+scenario=custom", "~judge.options.x"], "judge.options.x is not set: ~ removes only a key the config has"),
+    (["+scenario=custom", "~judge.options.x=1"], "judge.options.x is not set: ~ removes only a key the config has"),
     (["+scenario=custom", "modle=x"], "unknown key 'modle' (did you mean 'encoder.model', 'judge.model', "
                                       "'hallucination.model' or 'relevancy.model'?)"),
     # a key that needs +: a new key under a free-form mapping
