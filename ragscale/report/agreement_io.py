@@ -21,6 +21,7 @@ from typing import Any, Iterable
 from ragscale.errors import UserError
 from ragscale.stats.agreement import STATS
 from ragscale.report.safe import csv_writer, md_cell, visible
+from ragscale.report.wording import plural
 
 ALL = "ALL"  # the group of every model's records together
 HUMAN_FILE_HELP = ("human ratings or labels: MT-RAG human-evaluation JSON, or JSONL/CSV with task_id [model_id] "
@@ -197,18 +198,14 @@ def resampling_unit(cluster_by: str | None, labels: list[str | None], noun: str 
     if cluster_by is None or all(v is None for v in labels):
         why = "" if cluster_by is None else f" (no {noun} has {cluster_by})"
         return {"by": None, "name": noun, "units": count, "count": count,
-                "text": f"{verb} by {noun}: {count} {_plural(noun, count)}{why}"}
+                "text": f"{verb} by {noun}: {count} {plural(noun, count)}{why}"}
     name = "conversation" if cluster_by == "conversation_id" else cluster_by
     alone = sum(v is None for v in labels)
     units = len({v for v in labels if v is not None}) + alone
-    text = f"{verb} by {name}: {units} {_plural(name, units)} ({count} {_plural(noun, count)})"
+    text = f"{verb} by {name}: {units} {plural(name, units)} ({count} {plural(noun, count)})"
     if alone:
-        text += f"; {alone} {_plural(noun, alone)} without {cluster_by}, each on its own"
+        text += f"; {alone} {plural(noun, alone)} without {cluster_by}, each on its own"
     return {"by": cluster_by, "name": name, "units": units, "count": count, "text": text}
-
-
-def _plural(name: str, n: int) -> str:
-    return name if n == 1 else (name[:-1] + "ies" if name.endswith("y") and name[-2:-1] not in "aeiou" else name + "s")
 
 
 def _fmt(entry: dict | None) -> str:

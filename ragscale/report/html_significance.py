@@ -20,7 +20,7 @@ from typing import Any
 
 from ragscale.metrics.registry import label
 from ragscale.report.text import metric_value  # the catalog's decimals
-from ragscale.report.wording import own_values
+from ragscale.report.wording import own_values, plural
 
 _DESIGNS = {"all-pairs": "every pair of models compared", "vs-leader": "each model compared with the leader"}
 
@@ -77,8 +77,7 @@ def _units(units: Any, unit: Any) -> str | None:
     """" (4 conversations)" after a comparison's task count when a unit other than the task was resampled."""
     if not isinstance(units, int) or isinstance(units, bool) or not isinstance(unit, str) or unit == "task":
         return None
-    name = unit if units == 1 else (unit[:-1] + "ies" if unit.endswith("y") else unit + "s")
-    return f" ({units} {name})"
+    return f" ({units} {plural(unit, units)})"
 
 
 def p_text(p: dict) -> str:

@@ -24,6 +24,7 @@ from ragscale.io.identity import task_key
 from ragscale.report.headline import candidates, headline, higher_is_better
 from ragscale.report.ranking import ANS_ACC, breakdown_metrics, standings
 from ragscale.report.safe import console_name, visible
+from ragscale.report.wording import plural
 from ragscale.stats.paired import CORRECTIONS, adjust, paired_tests
 
 METHOD = "paired bootstrap (BCa) + paired permutation test"
@@ -68,7 +69,7 @@ def collected_metrics(run_metrics: Sequence[str]) -> list[str]:
     """What the report pass collects for significance: the compared metrics of the first 4 headline
     candidates (ragscale.report.headline: MT-RAG's four headlines), so that the comparisons follow
     the ranking when it falls back; memory stays a few numbers per record."""
-    heads = candidates({"metrics": list(run_metrics), "models": {}})[:4] or [None]
+    heads = candidates({"metrics": list(run_metrics)})[:4] or [None]
     return list(dict.fromkeys(m for head in heads for m in compared_metrics(run_metrics, head)))
 
 
@@ -150,7 +151,7 @@ class PairedValues:
         name = "conversation" if self.cluster_by == "conversation_id" else self.cluster_by
         units = int(len(np.unique(codes)))
         alone = sum(v is None for v in self.task_cluster)
-        text = f"resampled by {name}: {units} {_plural(name, units)} ({tasks} tasks)"
+        text = f"resampled by {name}: {units} {plural(name, units)} ({tasks} tasks)"
         if alone:
             text += f"; {alone} task{'s' if alone != 1 else ''} without {self.cluster_by}, each on its own"
         return {"by": self.cluster_by, "name": name, "units": units, "tasks": tasks, "text": text}
@@ -351,7 +352,3 @@ def csv_rows(block: dict) -> list[list]:
 
 def _num(v: float | None) -> str:
     return "" if v is None else f"{v:.6g}"
-
-
-def _plural(name: str, n: int) -> str:
-    return name if n == 1 else (name[:-1] + "ies" if name.endswith("y") and name[-2:-1] not in "aeiou" else name + "s")

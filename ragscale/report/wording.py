@@ -16,3 +16,11 @@ def is_judged(metric: str | None) -> bool:
 def own_values(metric: str | None) -> str:
     """What a metric's own (not human-calibrated) values are called: "judge" or "uncalibrated"."""
     return "judge" if is_judged(metric) else "uncalibrated"
+
+
+def plural(name: str, n: int) -> str:
+    """``name`` for a count of ``n``: itself for one, else its plural ("category" -> "categories",
+    "weekday" -> "weekdays"): the units a report counts (conversations, a cluster field's values)."""
+    if n == 1:
+        return name
+    return name[:-1] + "ies" if name.endswith("y") and name[-2:-1] not in "aeiou" else name + "s"
