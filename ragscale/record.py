@@ -213,8 +213,7 @@ def _orag_fields(obj: dict, need_targets: bool = True) -> dict:
     out = {
         "prediction": "",
         "targets": [],
-        "passages": [_text(p.get("text") if isinstance(p, dict) else p, f"passages[{i}].text")
-                     for i, p in enumerate(passages)],
+        "passages": [_text(p, f"passages[{i}].text") for i, p in enumerate(passages)],
         "answerability": None,
         "warnings": list(obj.get("warnings") or []),
     }

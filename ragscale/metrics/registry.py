@@ -221,7 +221,7 @@ def canonical(name: str) -> str:
     if name.casefold() in folded:
         return folded[name.casefold()]
     close = difflib.get_close_matches(name.casefold(), list(folded), n=3, cutoff=0.6)
-    hint = f" (did you mean {', '.join(repr(folded[c]) for c in dict.fromkeys(close))}?)" if close else ""
+    hint = f" (did you mean {', '.join(repr(m) for m in dict.fromkeys(folded[c] for c in close))}?)" if close else ""
     raise UserError(f"unknown metric {name!r}{hint}; `ragscale metrics` lists every metric with its aliases")
 
 
