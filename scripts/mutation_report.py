@@ -84,6 +84,17 @@ def score(statuses: dict[str, str], equivalent: dict[str, str]) -> dict:
             "modules": {m: {**c, "score": pct(c)} for m, c in sorted(per.items())}}
 
 
+def equivalents(statuses: dict[str, str], listed: dict[str, str],
+                in_scope: set[str]) -> tuple[dict[str, str], list[str]]:
+    """The entries of tests/mutation_equivalents.json that hold (their mutant exists and no test
+    catches it) and the stale ones of the modules in scope, each with why: "(no such mutant)", or
+    "(caught)" (a test tells it apart: a wrong reason, or mutants renumbered by a change)."""
+    kept = {n: why for n, why in listed.items() if n in statuses and statuses[n] not in CAUGHT}
+    stale = sorted(f"{n} (no such mutant)" if n not in statuses else f"{n} (caught)"
+                   for n in set(listed) - set(kept) if module_of(n) in in_scope)
+    return kept, stale
+
+
 def scope() -> list[str]:
     """The modules in pyproject's ``[tool.mutmut] only_mutate``, as dotted names."""
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
@@ -159,9 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     if not statuses:
         print("no mutation results: run `mutmut run` first (make mutate)", file=sys.stderr)
         return 2
-    equivalent = json.loads(EQUIVALENTS.read_text())  # {mutant name: why it is equivalent}
-    stale = sorted(n for n in set(equivalent) - set(statuses) if module_of(n) in in_scope)
-    equivalent = {n: why for n, why in equivalent.items() if n in statuses}
+    # {mutant name: why it is equivalent}
+    equivalent, stale = equivalents(statuses, json.loads(EQUIVALENTS.read_text()), in_scope)
     result = score(statuses, equivalent)
     floor = floors(args.floor)
     low = below_floor(result, floor, args.floor)

@@ -110,3 +110,17 @@ def test_a_recheck_runs_only_the_mutants_left(tmp_path, survivors):
     else:
         assert runs == [] and "no mutant left to re-check" in res.stdout
     assert calls[-1].startswith("report scripts/mutation_report.py --floor 95")
+
+
+def test_an_equivalent_entry_whose_mutant_a_test_catches_is_stale_and_counts_as_caught():
+    """An entry of tests/mutation_equivalents.json names a mutant no test can tell apart: if a test
+    catches it (the entry's reason was wrong, or the module's mutants were renumbered and the name
+    now names another mutant) it is listed as stale and counts as caught, not as equivalent."""
+    statuses = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout",
+                "m.x_f__mutmut_4": "not checked", "m.x_f__mutmut_5": "survived"}
+    listed = {f"m.x_f__mutmut_{i}": "why" for i in (1, 2, 3, 4, 9)} | {"other.x_g__mutmut_1": "why"}
+    kept, stale = mutation_report.equivalents(statuses, listed, {"m"})
+    assert kept == {"m.x_f__mutmut_2": "why", "m.x_f__mutmut_4": "why"}
+    assert stale == ["m.x_f__mutmut_1 (caught)", "m.x_f__mutmut_3 (caught)", "m.x_f__mutmut_9 (no such mutant)"]
+    counts = mutation_report.score(statuses, kept)["modules"]["m"]
+    assert (counts["caught"], counts["equivalent"], counts["not_caught"], counts["unchecked"]) == (2, 1, 1, 1)
