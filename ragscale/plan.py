@@ -269,15 +269,11 @@ def plan_consistency(c: Any, run_encoder: dict, run_plan: dict, cluster: dict) -
 
 
 def _plain(node: Any) -> Any:
-    """A config block as a plain object (its structured config's dataclass), not the config's node."""
-    from types import SimpleNamespace
+    """A config block as a plain object (its structured config's dataclass: every block given here
+    is typed in ragscale/config.py), not the config's node."""
+    from omegaconf import OmegaConf
 
-    from omegaconf import DictConfig, OmegaConf
-
-    if not isinstance(node, DictConfig):
-        return node
-    obj = OmegaConf.to_object(node)
-    return SimpleNamespace(**obj) if isinstance(obj, dict) else obj
+    return OmegaConf.to_object(node)
 
 
 def _reports(cfg: Any, metrics: list[str]) -> Any:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from ragscale import overrides as ov
 
 
@@ -48,3 +50,14 @@ def test_a_sweep_needs_multirun():
     m = match(r"Ambiguous value for argument '(.+?)'", "Ambiguous value for argument 'metrics=a,b'")
     assert ov._sweep(m, Exception(), []) == ("metrics=a,b is a sweep: add -m to run one job per value "
                                              "(a list is written metrics=[a,b])")
+
+
+@pytest.mark.parametrize("key, overrides, given", [
+    ("limit", ["limit='a=b'"], ("limit='a=b'", "'a=b'")),
+    ("judge", ["+judge@foo=bar"], ("+judge@foo=bar", "bar")),
+    ("judge", ["judge=a", "~judge@x=b=c"], ("~judge@x=b=c", "b=c")),
+    ("Xlimit", ["Xlimit=3", "limit=4"], ("Xlimit=3", "3")),
+    ("limit", ["Xlimit=3"], ("limit=...", "...")),
+])
+def test_the_value_given_is_split_at_the_first_equals_sign_whatever_the_package(key, overrides, given):
+    assert ov._given(key, overrides) == given

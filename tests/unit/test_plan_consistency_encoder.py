@@ -67,3 +67,14 @@ def test_an_encoder_config_without_its_weights_is_refused_in_full(tmp_path, conf
     assert str(e.value) == ("consistency.encoder=absent: the weights of 'package:no_such_encoder_package' are not "
                             "available locally (models are never downloaded): put them in the local Hugging Face "
                             "cache, or set consistency.encoder to a local model folder")
+
+
+def test_an_encoder_config_the_encoder_refuses_is_refused_under_its_key(tmp_path, conf_dir, monkeypatch):
+    folder = model_folder(tmp_path / "mine", 4)
+    monkeypatch.setenv("MY_ENCODER_DIR", folder)
+    (conf_dir / "mine.yaml").write_text("name: mine\nmodel: ${oc.env:MY_ENCODER_DIR}\nnum_layers: 2\n"
+                                        "rescale_with_baseline: true\n")
+    with pytest.raises(UserError) as e:
+        plan.plan_consistency(SimpleNamespace(min_runs=2, encoder="mine"), run_encoder(folder),
+                              {"encoder_kwargs": {}, "baseline": None}, CLUSTER)
+    assert str(e.value) == "consistency.encoder=mine: encoder mine: rescale_with_baseline needs baseline P and R values"
